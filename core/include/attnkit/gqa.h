@@ -1,0 +1,69 @@
+// attnkit: com.microsoft.GroupQueryAttention, the C++ API.
+// Inputs, attributes and outputs carry ORT's names and layouts (spec/ort-semantics.md §1), so a model's
+// tensors can be passed through unchanged; results match ORT 1.30's CPU EP.
+#pragma once
+#include <string>
+
+#include "attnkit/run_options.h"
+#include "attnkit/status.h"
+#include "attnkit/tensor.h"
+
+namespace attnkit {
+
+struct GqaAttributes {
+  int64_t num_heads = 0;            // required, > 0
+  int64_t kv_num_heads = 0;         // required, > 0, divides num_heads
+  float scale = 0.0f;               // 0: 1/sqrt(head_size)
+  float softcap = 0.0f;             // <= 0: off
+  int64_t local_window_size = -1;   // -1: off; W keys including the current one
+  int64_t do_rotary = 0;
+  int64_t rotary_interleaved = 0;
+  int64_t smooth_softmax = 0;       // only 1 enables it (the schema default -1 means off)
+  int64_t qk_output = 0;            // 0 none, 1 before softmax, 2 after softmax
+  int64_t causal = 1;
+  std::string k_quant_type = "NONE";  // NONE | PER_TENSOR | PER_CHANNEL
+  std::string v_quant_type = "NONE";
+  int64_t kv_cache_bit_width = 0;     // 0 unquantized; 8 (int8 cache) or 4 (uint8, packed nibbles)
+  int64_t sliding_window_cache = 0;
+  float qk_norm_epsilon = 1e-6f;
+};
+
+// Absent optional inputs are nullptr. The views must stay valid for the call.
+struct GqaInputs {
+  const TensorView* query = nullptr;
+  const TensorView* key = nullptr;
+  const TensorView* value = nullptr;
+  const TensorView* past_key = nullptr;
+  const TensorView* past_value = nullptr;
+  const TensorView* seqlens_k = nullptr;
+  const TensorView* total_sequence_length = nullptr;
+  const TensorView* cos_cache = nullptr;
+  const TensorView* sin_cache = nullptr;
+  const TensorView* position_ids = nullptr;
+  const TensorView* attention_bias = nullptr;
+  const TensorView* head_sink = nullptr;
+  const TensorView* k_scale = nullptr;
+  const TensorView* v_scale = nullptr;
+  const TensorView* q_norm_weight = nullptr;
+  const TensorView* k_norm_weight = nullptr;
+};
+
+// Which optional outputs to produce. `output` is always produced.
+struct GqaRequest {
+  bool present_key = true;
+  bool present_value = true;
+  bool output_qk = false;   // requires qk_output != 0
+};
+
+struct GqaOutputs {
+  Tensor output;         // (B, S, N*H), dtype of query
+  Tensor present_key;    // (B, Nk, max(T, past), H | ceil(H/2)), cache dtype
+  Tensor present_value;
+  Tensor output_qk;      // (B, N, S, T), dtype of query; columns >= T_b hold 0
+};
+
+Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs,
+                             const GqaRequest& request, GqaOutputs* outputs,
+                             const RunOptions& options = RunOptions());
+
+}  // namespace attnkit

@@ -1,0 +1,19 @@
+// attnkit kernel family softmax: the row operations of the (online) softmax.
+// exp is a shared polynomial with < 2 ulp error on every ISA, so native and wasm results stay close.
+#pragma once
+#include <cstddef>
+
+namespace attnkit {
+
+struct SoftmaxKernels {
+  // max over x[0, n); n >= 1.
+  float (*reduce_max)(const float* x, size_t n);
+  // x[i] = exp(x[i] - max) for i < n; returns the fp32 sum of the new values (n may be 0).
+  float (*exp_sum)(float* x, size_t n, float max);
+  // x[i] *= s.
+  void (*scale)(float* x, size_t n, float s);
+  // x[i] = cap * tanh(x[i] / cap), cap > 0.
+  void (*softcap)(float* x, size_t n, float cap);
+};
+
+}  // namespace attnkit

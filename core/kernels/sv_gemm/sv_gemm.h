@@ -1,0 +1,22 @@
+// attnkit kernel family sv_gemm: probabilities times a V-cache block, O = beta*O + P * V.
+// V rows are read in their stored dtype and converted on the fly (fused dequantize-and-accumulate),
+// so the flash path never materializes a dequantized V block.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace attnkit {
+
+// For i < M, d < H:
+//   O[i*ldo + d] = (accumulate ? O[i*ldo + d] : 0) + sum_{j<N} P[i*ldp + j] * v(j, d)
+// v(j, d) follows the qk_gemm element rule (f32/f16/bf16 value, s8 value, s4 nibble - 8; no scales:
+// the caller applies V scales to the finished output row). H is a multiple of 8. fp32 accumulation.
+// N may be 0 (then O is zeroed or left as is).
+using SvGemmFn = void (*)(size_t M, size_t N, size_t H, const float* P, size_t ldp, const void* V,
+                          size_t ldv, float* O, size_t ldo, bool accumulate);
+
+struct SvGemmKernels {
+  SvGemmFn f32, f16, bf16, s8, s4;
+};
+
+}  // namespace attnkit

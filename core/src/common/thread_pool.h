@@ -1,0 +1,19 @@
+// attnkit: the thread pool every driver splits work over.
+// One process-wide pool of std::threads (pthreads under Emscripten). parallel_for hands out task
+// indices; a task's result never depends on which thread ran it, so any thread count gives the same bits.
+#pragma once
+#include <cstddef>
+#include <functional>
+
+namespace attnkit {
+
+// Threads a call with RunOptions::threads == requested will use (0 = the pool's default).
+int resolve_threads(int requested);
+// The pool's default thread count: ATTNKIT_NUM_THREADS, else hardware concurrency.
+int default_threads();
+
+// Runs fn(task, worker) for task in [0, tasks) on up to `threads` threads; worker in [0, threads)
+// identifies per-thread scratch. Returns when all tasks are done. Nested calls run inline.
+void parallel_for(size_t tasks, int threads, const std::function<void(size_t task, int worker)>& fn);
+
+}  // namespace attnkit

@@ -1,0 +1,370 @@
+// attnkit: the attention stage of GroupQueryAttention over the present cache, naive and flash.
+// A task is (batch, kv head, block of query rows[, KV chunk]): the G query heads sharing a kv head are
+// stacked into one row tile so every K/V byte is read once per task. Flash keeps a running (max, sum,
+// unnormalized output) per row; decoding splits the keys into fixed chunks merged by log-sum-exp.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "common/thread_pool.h"
+#include "gqa/driver.h"
+
+namespace attnkit {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+bool approx_vnni_requested() {
+  static const bool on = [] {
+    const char* v = std::getenv("ATTNKIT_QKGEMM_S8_APPROX_VNNI");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+// Everything a task needs that is the same for all tasks of the call.
+struct AttentionContext {
+  const GqaProblem& p;
+  const KernelTable& kt;
+  const GqaTiling& t;
+  const float* q;
+  size_t row_bytes;
+  QkGemmFn qk_direct;
+  QkPackFn qk_pack;
+  SvGemmFn sv;
+  float alpha;                  // score scale with a per-tensor K scale folded in
+  const float* v_scale;         // per kv head and channel (Nk*H) when V is quantized, else nullptr
+  const float* sink;            // per query head when a sink is used (0 for smooth softmax)
+  GqaOutputs* outputs;
+};
+
+// Per-thread scratch carved out of one buffer.
+struct Scratch {
+  float* q_tile;   // M x H query rows (per-channel K scales folded in)
+  float* o_tile;   // M x H output accumulator
+  float* scores;   // M x span
+  float* row_max;  // M
+  float* row_sum;  // M
+  float* panels;   // packed K block
+  float* bias;     // one bias row segment
+  size_t span;
+};
+
+Scratch carve(const GqaTiling& t, int64_t H, std::vector<float>& buf) {
+  const size_t M = static_cast<size_t>(t.task_rows);
+  const size_t span = static_cast<size_t>(t.flash ? t.kv_block : t.naive_span);
+  if (buf.empty()) buf.resize(t.worker_floats);
+  Scratch s;
+  float* at = buf.data();
+  s.q_tile = at; at += M * H;
+  s.o_tile = at; at += M * H;
+  s.scores = at; at += M * span;
+  s.row_max = at; at += M;
+  s.row_sum = at; at += M;
+  s.panels = at; at += static_cast<size_t>(t.kv_block * H);
+  s.bias = at;
+  s.span = span;
+  return s;
+}
+
+// One task's rows: query positions [i0, i1) of entry b, all G heads of kv head g, and the cache
+// rows of that (b, g).
+struct Tile {
+  int64_t b, g, i0, i1;
+  const uint8_t* k;
+  const uint8_t* v;
+  int64_t rows() const { return i1 - i0; }
+};
+
+void load_q_tile(const AttentionContext& c, const Tile& tile, float* q_tile) {
+  const GqaProblem& p = c.p;
+  const int64_t H = p.head_size, nq = tile.rows();
+  for (int64_t hh = 0; hh < p.group; ++hh) {
+    const int64_t h = tile.g * p.group + hh;
+    for (int64_t i = tile.i0; i < tile.i1; ++i) {
+      float* dst = q_tile + (hh * nq + (i - tile.i0)) * H;
+      std::memcpy(dst, c.q + ((tile.b * p.heads + h) * p.seq + i) * H, H * sizeof(float));
+      if (p.quant == KvQuant::kPerChannel) {
+        // Folding the K scale into the query keeps the integer-to-float step of the GEMM exact.
+        const float* ks = p.inputs->k_scale->as<float>() + tile.g * H;
+        for (int64_t d = 0; d < H; ++d) dst[d] *= ks[d];
+      }
+    }
+  }
+}
+
+// scores[r * ld + (j - j0)] = alpha * q_r . k_j for keys [j0, j0 + n).
+void compute_scores(const AttentionContext& c, const Scratch& s, const Tile& tile, int64_t M, int64_t j0,
+                    int64_t n, float* scores, size_t ld) {
+  const int64_t H = c.p.head_size, Bc = c.t.kv_block;
+  for (int64_t b0 = 0; b0 < n; b0 += Bc) {
+    const int64_t nb = std::min(Bc, n - b0);
+    const uint8_t* k = tile.k + static_cast<size_t>(j0 + b0) * c.row_bytes;
+    if (M >= 4) {
+      c.qk_pack(nb, H, k, c.row_bytes, s.panels);
+      c.kt.qk.packed(M, nb, H, s.q_tile, H, s.panels, c.alpha, scores + b0, ld);
+    } else {
+      c.qk_direct(M, nb, H, s.q_tile, H, k, c.row_bytes, c.alpha, scores + b0, ld);
+    }
+  }
+}
+
+// Applies softcap and bias to a row's visible keys [a, e) held at x[0, e - a); returns the bias row
+// segment used (or nullptr).
+void transform_scores(const AttentionContext& c, const Scratch& s, int64_t b, int64_t h, int64_t i,
+                      int64_t a, int64_t e, float* x) {
+  const GqaProblem& p = c.p;
+  const size_t n = static_cast<size_t>(e - a);
+  if (p.softcap > 0.0f) c.kt.softmax.softcap(x, n, p.softcap);
+  if (p.inputs->attention_bias) {
+    const int64_t bb = p.bias_batch == 1 ? 0 : b, bh = p.bias_heads == 1 ? 0 : h;
+    const size_t offset = static_cast<size_t>(((bb * p.bias_heads + bh) * p.seq + i) * p.total + a);
+    load_float_row(c.kt, p.inputs->attention_bias->data, p.dtype, offset, n, s.bias);
+    for (size_t k = 0; k < n; ++k) x[k] += s.bias[k];
+  }
+}
+
+// Scales an output row and writes it to output[b, i, h*H : (h+1)*H] in the query dtype.
+void write_output_row(const AttentionContext& c, const Tile& tile, int64_t hh, int64_t i, float* o,
+                      float inv_sum) {
+  const GqaProblem& p = c.p;
+  const int64_t H = p.head_size, h = tile.g * p.group + hh;
+  if (c.v_scale) {
+    const float* vs = c.v_scale + tile.g * H;
+    for (int64_t d = 0; d < H; ++d) o[d] *= inv_sum * vs[d];
+  } else {
+    c.kt.softmax.scale(o, static_cast<size_t>(H), inv_sum);
+  }
+  store_float_row(c.kt, o, H, p.dtype, c.outputs->output.storage.data(),
+                  static_cast<size_t>(((tile.b * p.seq + i) * p.heads + h) * H));
+}
+
+void write_qk_row(const AttentionContext& c, const Tile& tile, int64_t hh, int64_t i, int64_t j0,
+                  const float* row, int64_t n) {
+  const GqaProblem& p = c.p;
+  const int64_t h = tile.g * p.group + hh;
+  const size_t offset = static_cast<size_t>(((tile.b * p.heads + h) * p.seq + i) * p.total + j0);
+  store_float_row(c.kt, row, n, p.dtype, c.outputs->output_qk.storage.data(), offset);
+}
+
+// Naive: materializes the task's score rows over its whole key span, then one softmax and one SV.
+void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
+  const GqaProblem& p = c.p;
+  const int64_t H = p.head_size, nq = tile.rows(), M = p.group * nq;
+  int64_t kv_lo = std::numeric_limits<int64_t>::max(), kv_hi = 0;
+  for (int64_t i = tile.i0; i < tile.i1; ++i) {
+    int64_t lo, hi;
+    p.visible_keys(tile.b, i, &lo, &hi);
+    kv_lo = std::min(kv_lo, lo);
+    kv_hi = std::max(kv_hi, hi);
+  }
+  const int64_t span = std::max<int64_t>(0, kv_hi - kv_lo);
+  load_q_tile(c, tile, s.q_tile);
+  compute_scores(c, s, tile, M, kv_lo, span, s.scores, s.span);
+  for (int64_t r = 0; r < M; ++r) {
+    const int64_t hh = r / nq, i = tile.i0 + r % nq, h = tile.g * p.group + hh;
+    float* row = s.scores + r * s.span;
+    int64_t lo, hi;
+    p.visible_keys(tile.b, i, &lo, &hi);
+    float* vis = row + (lo - kv_lo);
+    const size_t n = static_cast<size_t>(std::max<int64_t>(0, hi - lo));
+    std::fill(row, vis, 0.0f);
+    std::fill(vis + n, row + span, 0.0f);
+    float inv_sum = 0.0f;
+    if (n > 0) {
+      transform_scores(c, s, tile.b, h, i, lo, hi, vis);
+      if (p.qk_output == 1 && p.request.output_qk) write_qk_row(c, tile, hh, i, kv_lo, row, span);
+      float m = c.kt.softmax.reduce_max(vis, n);
+      const bool sink = p.use_sink;
+      if (sink) m = std::max(m, c.sink[h]);
+      float sum = c.kt.softmax.exp_sum(vis, n, m);
+      if (sink) sum += std::exp(c.sink[h] - m);
+      c.kt.softmax.scale(vis, n, 1.0f / sum);
+      if (p.qk_output == 2 && p.request.output_qk) write_qk_row(c, tile, hh, i, kv_lo, row, span);
+      inv_sum = 1.0f;
+    }
+    s.row_sum[r] = inv_sum;
+  }
+  c.sv(M, span, H, s.scores, s.span, tile.v + static_cast<size_t>(kv_lo) * c.row_bytes, c.row_bytes,
+       s.o_tile, H, false);
+  for (int64_t r = 0; r < M; ++r)
+    write_output_row(c, tile, r / nq, tile.i0 + r % nq, s.o_tile + r * H, s.row_sum[r]);
+}
+
+// Flash: online softmax over keys [c0, c1) of the task's visible range, in blocks of Bc keys.
+// Leaves the unnormalized output in o_tile and the running max/sum in row_max/row_sum.
+void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t c0, int64_t c1,
+                bool start_with_sink) {
+  const GqaProblem& p = c.p;
+  const int64_t H = p.head_size, nq = tile.rows(), M = p.group * nq, Bc = c.t.kv_block;
+  for (int64_t r = 0; r < M; ++r) {
+    const int64_t h = tile.g * p.group + r / nq;
+    // A sink acts as one extra key with score s and a zero value: it starts the running state.
+    s.row_max[r] = start_with_sink ? c.sink[h] : kNegInf;
+    s.row_sum[r] = start_with_sink ? 1.0f : 0.0f;
+  }
+  std::fill(s.o_tile, s.o_tile + M * H, 0.0f);
+  for (int64_t j0 = c0; j0 < c1; j0 += Bc) {
+    const int64_t n = std::min(Bc, c1 - j0);
+    compute_scores(c, s, tile, M, j0, n, s.scores, s.span);
+    for (int64_t r = 0; r < M; ++r) {
+      const int64_t i = tile.i0 + r % nq, h = tile.g * p.group + r / nq;
+      float* row = s.scores + r * s.span;
+      int64_t lo, hi;
+      p.visible_keys(tile.b, i, &lo, &hi);
+      const int64_t a = std::max(lo, j0), e = std::min(hi, j0 + n);
+      if (a >= e) {
+        std::fill(row, row + n, 0.0f);
+        continue;
+      }
+      float* vis = row + (a - j0);
+      std::fill(row, vis, 0.0f);
+      std::fill(row + (e - j0), row + n, 0.0f);
+      transform_scores(c, s, tile.b, h, i, a, e, vis);
+      const size_t count = static_cast<size_t>(e - a);
+      const float m_new = std::max(s.row_max[r], c.kt.softmax.reduce_max(vis, count));
+      if (s.row_max[r] != kNegInf && m_new > s.row_max[r]) {
+        const float factor = std::exp(s.row_max[r] - m_new);
+        c.kt.softmax.scale(s.o_tile + r * H, static_cast<size_t>(H), factor);
+        s.row_sum[r] *= factor;
+      }
+      s.row_sum[r] += c.kt.softmax.exp_sum(vis, count, m_new);
+      s.row_max[r] = m_new;
+    }
+    c.sv(M, n, H, s.scores, s.span, tile.v + static_cast<size_t>(j0) * c.row_bytes, c.row_bytes,
+         s.o_tile, H, true);
+  }
+}
+
+void task_key_range(const GqaProblem& p, const Tile& tile, int64_t* lo_out, int64_t* hi_out) {
+  int64_t kv_lo = std::numeric_limits<int64_t>::max(), kv_hi = 0;
+  for (int64_t i = tile.i0; i < tile.i1; ++i) {
+    int64_t lo, hi;
+    p.visible_keys(tile.b, i, &lo, &hi);
+    kv_lo = std::min(kv_lo, lo);
+    kv_hi = std::max(kv_hi, hi);
+  }
+  *lo_out = kv_lo;
+  *hi_out = std::max(kv_hi, kv_lo);
+}
+
+void flash_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
+  const int64_t H = c.p.head_size, nq = tile.rows(), M = c.p.group * nq;
+  int64_t kv_lo, kv_hi;
+  task_key_range(c.p, tile, &kv_lo, &kv_hi);
+  load_q_tile(c, tile, s.q_tile);
+  flash_rows(c, s, tile, kv_lo, kv_hi, c.p.use_sink);
+  for (int64_t r = 0; r < M; ++r) {
+    const float sum = s.row_sum[r];
+    write_output_row(c, tile, r / nq, tile.i0 + r % nq, s.o_tile + r * H, sum > 0.0f ? 1.0f / sum : 0.0f);
+  }
+}
+
+// Split-KV decoding, phase 1: one chunk of keys; the partial (max, sum, output) goes to `partial`.
+void decode_chunk_task(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t chunk, float* partial) {
+  const int64_t H = c.p.head_size, M = c.p.group * tile.rows();
+  int64_t kv_lo, kv_hi;
+  task_key_range(c.p, tile, &kv_lo, &kv_hi);
+  const int64_t c0 = std::max(kv_lo, chunk * c.t.kv_chunk);
+  const int64_t c1 = std::min(kv_hi, (chunk + 1) * c.t.kv_chunk);
+  load_q_tile(c, tile, s.q_tile);
+  flash_rows(c, s, tile, c0, std::max(c0, c1), false);
+  for (int64_t r = 0; r < M; ++r) {
+    float* out = partial + r * (H + 2);
+    out[0] = s.row_max[r];
+    out[1] = s.row_sum[r];
+    std::memcpy(out + 2, s.o_tile + r * H, H * sizeof(float));
+  }
+}
+
+// Phase 2: merges the chunks of one (b, kv head) by log-sum-exp rescaling, in chunk order.
+void decode_merge_task(const AttentionContext& c, const Tile& tile, const float* partials, float* o) {
+  const GqaProblem& p = c.p;
+  const int64_t H = p.head_size, nq = tile.rows(), M = p.group * nq, chunks = c.t.kv_chunks;
+  const size_t stride = static_cast<size_t>(M * (H + 2));
+  for (int64_t r = 0; r < M; ++r) {
+    const int64_t h = tile.g * p.group + r / nq;
+    float m = p.use_sink ? c.sink[h] : kNegInf;
+    for (int64_t ch = 0; ch < chunks; ++ch) m = std::max(m, partials[ch * stride + r * (H + 2)]);
+    float sum = p.use_sink ? std::exp(c.sink[h] - m) : 0.0f;
+    std::fill(o, o + H, 0.0f);
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      const float* part = partials + ch * stride + r * (H + 2);
+      if (part[0] == kNegInf) continue;  // empty chunk
+      const float w = std::exp(part[0] - m);
+      sum += w * part[1];
+      for (int64_t d = 0; d < H; ++d) o[d] += w * part[2 + d];
+    }
+    write_output_row(c, tile, r / nq, tile.i0 + r % nq, o, sum > 0.0f ? 1.0f / sum : 0.0f);
+  }
+}
+
+}  // namespace
+
+void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& t, int threads,
+                   const float* q, const Tensor& present_key, const Tensor& present_value,
+                   GqaOutputs* outputs) {
+  AttentionContext c{p, kt, t, q, static_cast<size_t>(p.cache_row_bytes), nullptr, nullptr, nullptr,
+                     p.alpha, nullptr, nullptr, outputs};
+  switch (p.cache_dtype) {
+    case DType::kFloat16: c.qk_direct = kt.qk.f16; c.qk_pack = kt.qk.pack_f16; c.sv = kt.sv.f16; break;
+    case DType::kBFloat16: c.qk_direct = kt.qk.bf16; c.qk_pack = kt.qk.pack_bf16; c.sv = kt.sv.bf16; break;
+    case DType::kInt8: c.qk_direct = kt.qk.s8; c.qk_pack = kt.qk.pack_s8; c.sv = kt.sv.s8; break;
+    case DType::kUInt8: c.qk_direct = kt.qk.s4; c.qk_pack = kt.qk.pack_s4; c.sv = kt.sv.s4; break;
+    default: c.qk_direct = kt.qk.f32; c.qk_pack = kt.qk.pack_f32; c.sv = kt.sv.f32; break;
+  }
+  if (p.quant == KvQuant::kPerTensor) c.alpha *= p.inputs->k_scale->as<float>()[0];
+  if (p.quant == KvQuant::kPerTensor && p.bits == 8 && approx_vnni_requested() && kt.qk.s8_approx_vnni)
+    c.qk_direct = kt.qk.s8_approx_vnni;
+  std::vector<float> v_scale, sink;
+  if (p.quant != KvQuant::kNone) {
+    const float* vs = p.inputs->v_scale->as<float>();
+    v_scale.resize(static_cast<size_t>(p.kv_heads * p.head_size));
+    for (size_t k = 0; k < v_scale.size(); ++k) v_scale[k] = p.quant == KvQuant::kPerChannel ? vs[k] : vs[0];
+    c.v_scale = v_scale.data();
+  }
+  if (p.use_sink) {
+    sink.assign(static_cast<size_t>(p.heads), 0.0f);
+    if (p.inputs->head_sink) load_float_row(kt, p.inputs->head_sink->data, p.dtype, 0, p.heads, sink.data());
+    c.sink = sink.data();
+  }
+
+  const int64_t blocks = (p.seq + t.query_rows - 1) / t.query_rows;
+  const int64_t Nk = p.kv_heads, H = p.head_size;
+  auto tile_of = [&](int64_t index) {
+    const int64_t blk = index % blocks, bg = index / blocks;
+    const int64_t b = bg / Nk, g = bg % Nk;
+    // Cache rows of (b, g) start at (b * Nk + g) * Mp.
+    const size_t base = static_cast<size_t>((b * Nk + g) * p.present_len) * c.row_bytes;
+    return Tile{b, g, blk * t.query_rows, std::min(p.seq, (blk + 1) * t.query_rows),
+                present_key.as<uint8_t>() + base, present_value.as<uint8_t>() + base};
+  };
+  std::vector<std::vector<float>> scratch(static_cast<size_t>(threads));
+  const size_t tiles = static_cast<size_t>(p.batch * Nk * blocks);
+
+  if (t.kv_chunk > 0) {
+    const size_t chunks = static_cast<size_t>(t.kv_chunks);
+    const size_t stride = static_cast<size_t>(t.task_rows * (H + 2));
+    std::vector<float> partials(tiles * chunks * stride);
+    parallel_for(tiles * chunks, threads, [&](size_t task, int worker) {
+      Scratch s = carve(t, H, scratch[worker]);
+      decode_chunk_task(c, s, tile_of(static_cast<int64_t>(task / chunks)), static_cast<int64_t>(task % chunks),
+                        partials.data() + task * stride);
+    });
+    parallel_for(tiles, threads, [&](size_t task, int worker) {
+      Scratch s = carve(t, H, scratch[worker]);
+      decode_merge_task(c, tile_of(static_cast<int64_t>(task)), partials.data() + task * chunks * stride, s.o_tile);
+    });
+    return;
+  }
+  parallel_for(tiles, threads, [&](size_t task, int worker) {
+    Scratch s = carve(t, H, scratch[worker]);
+    const Tile tile = tile_of(static_cast<int64_t>(task));
+    if (t.flash) flash_task(c, s, tile);
+    else naive_task(c, s, tile);
+  });
+}
+
+}  // namespace attnkit

@@ -1,0 +1,51 @@
+// attnkit: the GroupQueryAttention driver's internal stages and its tiling plan.
+// gqa.cc orchestrates: prepare the query (rotary, fp32 BNSH), build present (copy past, rotate and
+// convert/quantize new rows), then attention (naive or flash, with split-KV decoding) over the kernel table.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "dispatch.h"
+#include "gqa/problem.h"
+
+namespace attnkit {
+
+// How the attention work is cut. Depends only on the problem (never on the thread count), so results
+// are bit-identical for any number of threads.
+struct GqaTiling {
+  bool flash = true;
+  int64_t query_rows = 0;    // Br: query positions per task (all G heads of a kv head share a task)
+  int64_t task_rows = 0;     // M = G * Br: score rows per task
+  int64_t kv_block = 0;      // Bc: keys per flash block
+  int64_t kv_chunk = 0;      // split-KV chunk for decoding (S == 1); 0 = no split
+  int64_t kv_chunks = 1;     // chunks per (b, kv head) when split
+  int64_t naive_span = 0;    // naive path: widest key span a task materializes
+  size_t worker_floats = 0;  // per-thread scratch, in floats
+  size_t shared_floats = 0;  // the fp32 query copy and split-KV partials, in floats
+};
+
+GqaTiling plan_gqa(const GqaProblem& p, bool flash);
+// Bytes of scratch a call allocates with this plan on `threads` threads (excluding the outputs, but
+// including a present cache built internally when the caller did not ask for it).
+size_t gqa_scratch_bytes(const GqaProblem& p, const GqaTiling& tiling, int threads);
+// Whether kAuto picks the flash path (everything but qk_output, which needs materialized scores).
+bool gqa_uses_flash(const GqaProblem& p, AttentionPath path);
+
+// Reads n elements of a float-like tensor (f32/f16/bf16) starting at element `offset` as fp32.
+void load_float_row(const KernelTable& kt, const void* base, DType dtype, size_t offset, size_t n,
+                    float* out);
+// Writes n fp32 values into a float-like tensor at element `offset`, rounding to nearest even.
+void store_float_row(const KernelTable& kt, const float* x, size_t n, DType dtype, void* base,
+                     size_t offset);
+
+// Query as fp32 BNSH (B*N*S*H), rotated; rounded through T when T is 16-bit, as ORT stores it.
+void prepare_query(const GqaProblem& p, const KernelTable& kt, int threads, std::vector<float>* q);
+// Fills present_key/present_value (already shaped and zeroed) per spec §2.6.
+void build_present(const GqaProblem& p, const KernelTable& kt, int threads, Tensor* present_key,
+                   Tensor* present_value);
+// Attention over the present cache into outputs->output (and output_qk when requested).
+void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& tiling, int threads,
+                   const float* q, const Tensor& present_key, const Tensor& present_value,
+                   GqaOutputs* outputs);
+
+}  // namespace attnkit

@@ -1,0 +1,222 @@
+// attnkit: GroupQueryAttention entry point and the stages before attention.
+// Validation has already derived every length (problem.h); here the query is rotated into fp32 and
+// the present cache is assembled exactly as ORT's ConcatStateChunkGQA does, quantizing on write.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "common/thread_pool.h"
+#include "gqa/driver.h"
+
+namespace attnkit {
+
+void load_float_row(const KernelTable& kt, const void* base, DType dtype, size_t offset, size_t n,
+                    float* out) {
+  switch (dtype) {
+    case DType::kFloat32:
+      std::memcpy(out, static_cast<const float*>(base) + offset, n * sizeof(float));
+      break;
+    case DType::kFloat16:
+      kt.kv.from_f16(static_cast<const uint16_t*>(base) + offset, n, out);
+      break;
+    case DType::kBFloat16:
+      kt.kv.from_bf16(static_cast<const uint16_t*>(base) + offset, n, out);
+      break;
+    default:
+      break;  // validation admits only float-like dtypes here
+  }
+}
+
+void store_float_row(const KernelTable& kt, const float* x, size_t n, DType dtype, void* base,
+                     size_t offset) {
+  switch (dtype) {
+    case DType::kFloat32:
+      std::memcpy(static_cast<float*>(base) + offset, x, n * sizeof(float));
+      break;
+    case DType::kFloat16:
+      kt.kv.to_f16(x, n, static_cast<uint16_t*>(base) + offset);
+      break;
+    case DType::kBFloat16:
+      kt.kv.to_bf16(x, n, static_cast<uint16_t*>(base) + offset);
+      break;
+    default:
+      break;
+  }
+}
+
+namespace {
+
+bool is_16bit_float(DType d) { return d == DType::kFloat16 || d == DType::kBFloat16; }
+
+// Rotates the first rotary_dim values of an fp32 head row at rotary position `pos`.
+void rotate_row(const GqaProblem& p, const KernelTable& kt, int64_t pos, float* row, float* cs) {
+  const int64_t half = p.rotary_dim / 2;
+  float* c = cs;
+  float* s = cs + half;
+  load_float_row(kt, p.inputs->cos_cache->data, p.dtype, static_cast<size_t>(pos * half), half, c);
+  load_float_row(kt, p.inputs->sin_cache->data, p.dtype, static_cast<size_t>(pos * half), half, s);
+  kt.rotary.apply(row, c, s, static_cast<size_t>(p.rotary_dim), p.rotary_interleaved, row);
+}
+
+// Element offset of head `head` (in the packed [Q | K | V] head numbering, or the plain tensor's) of
+// token (b, s) in a BSNH-flattened input with `heads_in_row` heads per token.
+size_t token_head_offset(const GqaProblem& p, int64_t b, int64_t s, int64_t tokens, int64_t heads_in_row,
+                         int64_t head) {
+  return static_cast<size_t>(((b * tokens + s) * heads_in_row + head) * p.head_size);
+}
+
+// Inverse quantization scales of kv head g, one per channel (scale 0 is treated as 1, as MLAS does).
+void inverse_scales(const GqaProblem& p, const TensorView* scale, int64_t g, float* inv) {
+  const float* sc = scale->as<float>();
+  for (int64_t d = 0; d < p.head_size; ++d) {
+    float v = p.quant == KvQuant::kPerChannel ? sc[g * p.head_size + d] : sc[0];
+    inv[d] = v == 0.0f ? 1.0f : 1.0f / v;
+  }
+}
+
+// Writes one fp32 row into the cache in its storage format.
+void store_cache_row(const GqaProblem& p, const KernelTable& kt, const float* x, const float* inv,
+                     uint8_t* dst) {
+  const size_t h = static_cast<size_t>(p.head_size);
+  if (p.quant == KvQuant::kNone) {
+    store_float_row(kt, x, h, p.cache_dtype, dst, 0);
+  } else if (p.bits == 8) {
+    kt.kv.quantize_s8(x, inv, h, reinterpret_cast<int8_t*>(dst));
+  } else {
+    kt.kv.quantize_s4(x, inv, h, dst);
+  }
+}
+
+}  // namespace
+
+void prepare_query(const GqaProblem& p, const KernelTable& kt, int threads, std::vector<float>* q) {
+  const int64_t B = p.batch, S = p.seq, N = p.heads, H = p.head_size;
+  q->resize(static_cast<size_t>(B * N * S * H));
+  const int64_t row_heads = p.packed_qkv ? N + 2 * p.kv_heads : N;
+  const bool round_through_t = p.rotary && is_16bit_float(p.dtype);
+  parallel_for(static_cast<size_t>(B * N), threads, [&](size_t task, int) {
+    const int64_t b = static_cast<int64_t>(task) / N, h = static_cast<int64_t>(task) % N;
+    std::vector<float> cs(static_cast<size_t>(p.rotary_dim));
+    std::vector<uint16_t> rounded(round_through_t ? static_cast<size_t>(H) : 0);
+    for (int64_t s = 0; s < S; ++s) {
+      float* row = q->data() + ((b * N + h) * S + s) * H;
+      load_float_row(kt, p.inputs->query->data, p.dtype, token_head_offset(p, b, s, S, row_heads, h), H, row);
+      if (!p.rotary) continue;
+      rotate_row(p, kt, p.positions[b * S + s], row, cs.data());
+      if (round_through_t) {
+        store_float_row(kt, row, H, p.dtype, rounded.data(), 0);
+        load_float_row(kt, rounded.data(), p.dtype, 0, H, row);
+      }
+    }
+  });
+}
+
+void build_present(const GqaProblem& p, const KernelTable& kt, int threads, Tensor* present_key,
+                   Tensor* present_value) {
+  const int64_t B = p.batch, Nk = p.kv_heads, H = p.head_size, L = p.kv_seq, Mp = p.present_len;
+  const size_t row_bytes = static_cast<size_t>(p.cache_row_bytes);
+  const int64_t row_heads = p.packed_qkv ? p.heads + 2 * Nk : Nk;
+  parallel_for(static_cast<size_t>(B * Nk), threads, [&](size_t task, int) {
+    const int64_t b = static_cast<int64_t>(task) / Nk, g = static_cast<int64_t>(task) % Nk;
+    std::vector<float> row(static_cast<size_t>(H)), cs(static_cast<size_t>(p.rotary_dim));
+    std::vector<float> inv_k(static_cast<size_t>(H)), inv_v(static_cast<size_t>(H));
+    if (p.quant != KvQuant::kNone) {
+      inverse_scales(p, p.inputs->k_scale, g, inv_k.data());
+      inverse_scales(p, p.inputs->v_scale, g, inv_v.data());
+    }
+    for (int kv = 0; kv < 2; ++kv) {
+      Tensor* present = kv == 0 ? present_key : present_value;
+      uint8_t* dst = present->as<uint8_t>() + static_cast<size_t>((b * Nk + g) * Mp) * row_bytes;
+      const int64_t past_rows = std::min(p.past_len[b], p.past_capacity);
+      if (p.has_past && past_rows > 0) {
+        const TensorView* past = kv == 0 ? p.inputs->past_key : p.inputs->past_value;
+        const uint8_t* src = past->as<uint8_t>() + static_cast<size_t>((b * Nk + g) * p.past_capacity) * row_bytes;
+        std::memcpy(dst, src, static_cast<size_t>(past_rows) * row_bytes);
+      }
+      const TensorView* input = p.packed_qkv ? p.inputs->query : (kv == 0 ? p.inputs->key : p.inputs->value);
+      const int64_t head = p.packed_qkv ? p.heads + kv * Nk + g : g;
+      for (int64_t s = 0; s < L; ++s) {
+        const int64_t dst_row = p.past_len[b] + s;
+        if (dst_row >= Mp) break;  // validation guarantees room; defensive against overflow
+        load_float_row(kt, input->data, p.dtype, token_head_offset(p, b, s, L, row_heads, head), H, row.data());
+        if (kv == 0 && p.rotary) rotate_row(p, kt, p.positions[b * p.seq + s], row.data(), cs.data());
+        store_cache_row(p, kt, row.data(), kv == 0 ? inv_k.data() : inv_v.data(), dst + dst_row * row_bytes);
+      }
+    }
+  });
+}
+
+bool gqa_uses_flash(const GqaProblem& p, AttentionPath path) {
+  if (p.qk_output != 0 && p.request.output_qk) return false;  // needs the materialized score rows
+  return path != AttentionPath::kNaive;
+}
+
+GqaTiling plan_gqa(const GqaProblem& p, bool flash) {
+  GqaTiling t;
+  t.flash = flash;
+  const int64_t H = p.head_size, G = p.group;
+  // ~128 score rows per task keeps the packed K block reused across many FMAs while the per-task
+  // Q/O tiles stay in L1/L2 (128 x 128 floats = 64 KiB each).
+  t.query_rows = std::max<int64_t>(1, std::min<int64_t>(p.seq, std::max<int64_t>(1, 128 / G)));
+  t.task_rows = G * t.query_rows;
+  // 128 keys x H=128 fp32 = 64 KiB of packed K panels per block: fits L2 next to the Q/O tiles.
+  t.kv_block = 128;
+  const int64_t max_total = p.total_len.empty() ? 0 : *std::max_element(p.total_len.begin(), p.total_len.end());
+  if (flash && p.seq == 1) {
+    // Split-KV decoding: a fixed chunk (not a thread-dependent one) keeps results thread-independent.
+    t.kv_chunk = 512;
+    t.kv_chunks = std::max<int64_t>(1, (max_total + t.kv_chunk - 1) / t.kv_chunk);
+  }
+  const int64_t M = t.task_rows;
+  const int64_t span = flash ? t.kv_block : max_total;
+  t.naive_span = flash ? 0 : max_total;
+  // Q tile, O tile, scores/probabilities, running max and sum, packed K panels, one bias row.
+  t.worker_floats = static_cast<size_t>(2 * M * H + M * span + 2 * M + t.kv_block * H + span);
+  t.shared_floats = static_cast<size_t>(p.batch * p.heads * p.seq * H);
+  if (t.kv_chunk > 0)
+    t.shared_floats += static_cast<size_t>(p.batch * p.kv_heads * t.kv_chunks * M * (H + 2));
+  return t;
+}
+
+size_t gqa_scratch_bytes(const GqaProblem& p, const GqaTiling& t, int threads) {
+  size_t bytes = (t.shared_floats + t.worker_floats * static_cast<size_t>(threads)) * sizeof(float);
+  const size_t present_bytes =
+      static_cast<size_t>(p.batch * p.kv_heads * p.present_len * p.cache_row_bytes);
+  if (!p.request.present_key) bytes += present_bytes;
+  if (!p.request.present_value) bytes += present_bytes;
+  return bytes;
+}
+
+Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs,
+                             const GqaRequest& request, GqaOutputs* outputs, const RunOptions& options) {
+  if (!outputs) return Status::Error("outputs must not be null");
+  GqaProblem p;
+  ATTNKIT_RETURN_IF_ERROR(validate_gqa(inputs, attrs, request, &p));
+  const KernelTable& kt = kernel_table();
+  const int threads = resolve_threads(options.threads);
+  const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, options.path));
+  try {
+    const int64_t B = p.batch, S = p.seq, N = p.heads, H = p.head_size;
+    outputs->output.reset(p.dtype, {B, S, N * H});
+    const int64_t cache_last = p.cache_row_bytes / static_cast<int64_t>(dtype_size(p.cache_dtype));
+    Tensor internal_k, internal_v;
+    Tensor* present_key = request.present_key ? &outputs->present_key : &internal_k;
+    Tensor* present_value = request.present_value ? &outputs->present_value : &internal_v;
+    present_key->reset(p.cache_dtype, {B, p.kv_heads, p.present_len, cache_last});
+    present_value->reset(p.cache_dtype, {B, p.kv_heads, p.present_len, cache_last});
+    if (request.output_qk) outputs->output_qk.reset(p.dtype, {B, N, S, p.total});
+
+    std::vector<float> q;
+    prepare_query(p, kt, threads, &q);
+    build_present(p, kt, threads, present_key, present_value);
+    run_attention(p, kt, tiling, threads, q.data(), *present_key, *present_value, outputs);
+  } catch (const std::bad_alloc&) {
+    return Status::Error("out of memory: GroupQueryAttention needs " +
+                         std::to_string(gqa_scratch_bytes(p, tiling, threads)) + " bytes of scratch");
+  }
+  if (options.peak_scratch_bytes) *options.peak_scratch_bytes = gqa_scratch_bytes(p, tiling, threads);
+  return Status::Ok();
+}
+
+}  // namespace attnkit
