@@ -66,4 +66,12 @@ Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs
                              const GqaRequest& request, GqaOutputs* outputs,
                              const RunOptions& options = RunOptions());
 
+// The shared-buffer form (ORT's past_present_share_buffer): inputs.past_key/past_value are the cache
+// AND the present, so their memory must be writable; new rows are written at [P_b, P_b + L) and nothing
+// else is read or copied, so a decode step touches the cache once. total_sequence_length must not
+// exceed the cache's dim 2. request.present_* are ignored; outputs->present_* stay empty.
+Status group_query_attention_in_place(const GqaInputs& inputs, const GqaAttributes& attrs,
+                                      const GqaRequest& request, GqaOutputs* outputs,
+                                      const RunOptions& options = RunOptions());
+
 }  // namespace attnkit

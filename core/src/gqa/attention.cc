@@ -304,7 +304,7 @@ void decode_merge_task(const AttentionContext& c, const Tile& tile, const float*
 }  // namespace
 
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& t, int threads,
-                   const float* q, const Tensor& present_key, const Tensor& present_value,
+                   const float* q, const uint8_t* present_key, const uint8_t* present_value,
                    GqaOutputs* outputs) {
   AttentionContext c{p, kt, t, q, static_cast<size_t>(p.cache_row_bytes), nullptr, nullptr, nullptr,
                      p.alpha, nullptr, nullptr, outputs};
@@ -339,7 +339,7 @@ void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& 
     // Cache rows of (b, g) start at (b * Nk + g) * Mp.
     const size_t base = static_cast<size_t>((b * Nk + g) * p.present_len) * c.row_bytes;
     return Tile{b, g, blk * t.query_rows, std::min(p.seq, (blk + 1) * t.query_rows),
-                present_key.as<uint8_t>() + base, present_value.as<uint8_t>() + base};
+                present_key + base, present_value + base};
   };
   std::vector<std::vector<float>> scratch(static_cast<size_t>(threads));
   const size_t tiles = static_cast<size_t>(p.batch * Nk * blocks);

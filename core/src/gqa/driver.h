@@ -40,12 +40,14 @@ void store_float_row(const KernelTable& kt, const float* x, size_t n, DType dtyp
 
 // Query as fp32 BNSH (B*N*S*H), rotated; rounded through T when T is 16-bit, as ORT stores it.
 void prepare_query(const GqaProblem& p, const KernelTable& kt, int threads, std::vector<float>* q);
-// Fills present_key/present_value (already shaped and zeroed) per spec §2.6.
-void build_present(const GqaProblem& p, const KernelTable& kt, int threads, Tensor* present_key,
-                   Tensor* present_value);
+// Writes the present cache per spec §2.6 into buffers of shape (B, Nk, Mp, row): past rows are copied
+// unless the present IS the past (in place), then the new rows are rotated and converted/quantized.
+// Separate buffers must arrive zero-filled.
+void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place,
+                   uint8_t* present_key, uint8_t* present_value);
 // Attention over the present cache into outputs->output (and output_qk when requested).
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& tiling, int threads,
-                   const float* q, const Tensor& present_key, const Tensor& present_value,
+                   const float* q, const uint8_t* present_key, const uint8_t* present_value,
                    GqaOutputs* outputs);
 
 }  // namespace attnkit

@@ -112,8 +112,8 @@ void prepare_query(const GqaProblem& p, const KernelTable& kt, int threads, std:
   });
 }
 
-void build_present(const GqaProblem& p, const KernelTable& kt, int threads, Tensor* present_key,
-                   Tensor* present_value) {
+void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place,
+                   uint8_t* present_key, uint8_t* present_value) {
   const int64_t B = p.batch, Nk = p.kv_heads, H = p.head_size, L = p.kv_seq, Mp = p.present_len;
   const size_t row_bytes = static_cast<size_t>(p.cache_row_bytes);
   const int64_t row_heads = p.packed_qkv ? p.heads + 2 * Nk : Nk;
@@ -126,10 +126,10 @@ void build_present(const GqaProblem& p, const KernelTable& kt, int threads, Tens
       inverse_scales(p, p.inputs->v_scale, g, inv_v.data());
     }
     for (int kv = 0; kv < 2; ++kv) {
-      Tensor* present = kv == 0 ? present_key : present_value;
-      uint8_t* dst = present->as<uint8_t>() + static_cast<size_t>((b * Nk + g) * Mp) * row_bytes;
+      uint8_t* present = kv == 0 ? present_key : present_value;
+      uint8_t* dst = present + static_cast<size_t>((b * Nk + g) * Mp) * row_bytes;
       const int64_t past_rows = std::min(p.past_len[b], p.past_capacity);
-      if (p.has_past && past_rows > 0) {
+      if (p.has_past && past_rows > 0 && !in_place) {
         const TensorView* past = kv == 0 ? p.inputs->past_key : p.inputs->past_value;
         const uint8_t* src = past->as<uint8_t>() + static_cast<size_t>((b * Nk + g) * p.past_capacity) * row_bytes;
         std::memcpy(dst, src, static_cast<size_t>(past_rows) * row_bytes);
@@ -188,35 +188,71 @@ size_t gqa_scratch_bytes(const GqaProblem& p, const GqaTiling& t, int threads) {
   return bytes;
 }
 
-Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs,
-                             const GqaRequest& request, GqaOutputs* outputs, const RunOptions& options) {
+namespace {
+
+// Shared by both entry points: `cache_key`/`cache_value` are the present buffers (null: allocate
+// them into outputs, or internally when not requested).
+Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaRequest& request,
+               GqaOutputs* outputs, const RunOptions& options, bool in_place) {
   if (!outputs) return Status::Error("outputs must not be null");
   GqaProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_gqa(inputs, attrs, request, &p));
+  if (in_place) {
+    if (!p.has_past)
+      return Status::Error("past_key: the in-place form needs the cache as past_key and past_value");
+    if (p.total > p.past_capacity)
+      return Status::Error("total_sequence_length " + std::to_string(p.total) + " exceeds the cache capacity " +
+                           std::to_string(p.past_capacity) + " (past_key dim 2)");
+    p.request.present_key = p.request.present_value = true;  // nothing internal to allocate
+  }
   const KernelTable& kt = kernel_table();
   const int threads = resolve_threads(options.threads);
   const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, options.path));
   try {
     const int64_t B = p.batch, S = p.seq, N = p.heads, H = p.head_size;
     outputs->output.reset(p.dtype, {B, S, N * H});
-    const int64_t cache_last = p.cache_row_bytes / static_cast<int64_t>(dtype_size(p.cache_dtype));
-    Tensor internal_k, internal_v;
-    Tensor* present_key = request.present_key ? &outputs->present_key : &internal_k;
-    Tensor* present_value = request.present_value ? &outputs->present_value : &internal_v;
-    present_key->reset(p.cache_dtype, {B, p.kv_heads, p.present_len, cache_last});
-    present_value->reset(p.cache_dtype, {B, p.kv_heads, p.present_len, cache_last});
     if (request.output_qk) outputs->output_qk.reset(p.dtype, {B, N, S, p.total});
-
+    uint8_t* present_key;
+    uint8_t* present_value;
+    Tensor internal_k, internal_v;
+    if (in_place) {
+      present_key = static_cast<uint8_t*>(const_cast<void*>(inputs.past_key->data));
+      present_value = static_cast<uint8_t*>(const_cast<void*>(inputs.past_value->data));
+    } else {
+      const int64_t cache_last = p.cache_row_bytes / static_cast<int64_t>(dtype_size(p.cache_dtype));
+      const Shape shape{B, p.kv_heads, p.present_len, cache_last};
+      Tensor* k = request.present_key ? &outputs->present_key : &internal_k;
+      Tensor* v = request.present_value ? &outputs->present_value : &internal_v;
+      k->reset(p.cache_dtype, shape);
+      v->reset(p.cache_dtype, shape);
+      present_key = k->as<uint8_t>();
+      present_value = v->as<uint8_t>();
+    }
     std::vector<float> q;
     prepare_query(p, kt, threads, &q);
-    build_present(p, kt, threads, present_key, present_value);
-    run_attention(p, kt, tiling, threads, q.data(), *present_key, *present_value, outputs);
+    build_present(p, kt, threads, in_place, present_key, present_value);
+    run_attention(p, kt, tiling, threads, q.data(), present_key, present_value, outputs);
   } catch (const std::bad_alloc&) {
     return Status::Error("out of memory: GroupQueryAttention needs " +
                          std::to_string(gqa_scratch_bytes(p, tiling, threads)) + " bytes of scratch");
   }
   if (options.peak_scratch_bytes) *options.peak_scratch_bytes = gqa_scratch_bytes(p, tiling, threads);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs,
+                             const GqaRequest& request, GqaOutputs* outputs, const RunOptions& options) {
+  return run_gqa(inputs, attrs, request, outputs, options, false);
+}
+
+Status group_query_attention_in_place(const GqaInputs& inputs, const GqaAttributes& attrs,
+                                      const GqaRequest& request, GqaOutputs* outputs,
+                                      const RunOptions& options) {
+  GqaRequest in_place_request = request;
+  in_place_request.present_key = in_place_request.present_value = false;
+  return run_gqa(inputs, attrs, in_place_request, outputs, options, true);
 }
 
 }  // namespace attnkit

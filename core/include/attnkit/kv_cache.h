@@ -1,0 +1,45 @@
+// attnkit: a GroupQueryAttention KV cache that lives in attnkit memory and grows in place.
+// Each step appends the new tokens' (rotated, converted or quantized) K/V rows and attends over the
+// whole cache without copying it, which is what makes long-context decoding bandwidth-bound instead
+// of copy-bound. Numbers are those of the stateless op on the same inputs.
+#pragma once
+#include <vector>
+
+#include "attnkit/gqa.h"
+
+namespace attnkit {
+
+struct KvCacheConfig {
+  int64_t batch = 1;
+  int64_t kv_heads = 0;
+  int64_t head_size = 0;
+  int64_t capacity = 0;                  // most tokens the cache can hold
+  DType cache_dtype = DType::kFloat32;   // float32/float16/bfloat16, int8 (8-bit) or uint8 (4-bit packed)
+};
+
+class GqaKvCache {
+ public:
+  // Allocates the (zeroed) cache; fails with a clear message on bad or absurd sizes.
+  Status init(const KvCacheConfig& config);
+
+  // One step for every batch entry: inputs.query/key/value hold S new tokens (the first step is the
+  // prompt; later steps are single tokens, or chunks when batch == 1). past_key, past_value,
+  // seqlens_k and total_sequence_length are supplied by the cache and must be left null.
+  Status step(const GqaInputs& inputs, const GqaAttributes& attrs, Tensor* output,
+              const RunOptions& options = RunOptions());
+
+  int64_t length() const { return length_; }
+  int64_t capacity() const { return config_.capacity; }
+  // The cache tensors, (batch, kv_heads, capacity, row); rows >= length() are unspecified.
+  TensorView key() const { return key_.view(); }
+  TensorView value() const { return value_.view(); }
+  // Forgets the cached tokens (the memory is kept).
+  void clear() { length_ = 0; }
+
+ private:
+  KvCacheConfig config_;
+  Tensor key_, value_;
+  int64_t length_ = 0;
+};
+
+}  // namespace attnkit
