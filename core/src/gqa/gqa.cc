@@ -3,6 +3,7 @@
 // the present cache is assembled exactly as ORT's ConcatStateChunkGQA does, quantizing on write.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -149,6 +150,11 @@ void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool
 
 bool gqa_uses_flash(const GqaProblem& p, AttentionPath path) {
   if (p.qk_output != 0 && p.request.output_qk) return false;  // needs the materialized score rows
+  static const bool flash_disabled = [] {
+    const char* v = std::getenv("ATTNKIT_GQA_DISABLE_FLASH");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  if (path == AttentionPath::kAuto && flash_disabled) return false;
   return path != AttentionPath::kNaive;
 }
 

@@ -1,0 +1,163 @@
+// attnkit benches: GroupQueryAttention end to end — naive vs flash, prefill and decode, stateless and
+// in place — for the shapes of issue 3 (N=16, Nk=8, H=128), with GFLOP/s and GB/s counters next to this
+// host's FMA peak and read bandwidth measured in the same run (the "host_*" rows), so ratios are honest.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+
+#include "attnkit/gqa.h"
+#include "attnkit/kv_cache.h"
+#include "host_limits.h"
+
+namespace attnkit {
+namespace {
+
+enum CacheKind { kF32 = 0, kI8 = 1, kI4 = 2 };
+const char* const kCacheNames[] = {"f32", "int8", "int4"};
+
+struct Problem {
+  std::vector<std::vector<uint8_t>> buffers;
+  std::vector<TensorView> views;
+  GqaInputs inputs;
+  GqaAttributes attrs;
+
+  const TensorView* add(DType dtype, Shape shape, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+    const size_t n = static_cast<size_t>(shape_elements(shape));
+    buffers.emplace_back(n * dtype_size(dtype));
+    uint8_t* data = buffers.back().data();
+    std::uniform_real_distribution<float> dist(lo, hi);
+    for (size_t i = 0; i < n; ++i) {
+      if (dtype == DType::kFloat32) {
+        float v = dist(rng);
+        std::memcpy(data + 4 * i, &v, 4);
+      } else {
+        data[i] = static_cast<uint8_t>(rng());
+      }
+    }
+    views.push_back(TensorView{dtype, std::move(shape), data});
+    return &views.back();
+  }
+  const TensorView* add_int32(Shape shape, int32_t value) {
+    const size_t n = static_cast<size_t>(shape_elements(shape));
+    buffers.emplace_back(n * 4);
+    for (size_t i = 0; i < n; ++i) std::memcpy(buffers.back().data() + 4 * i, &value, 4);
+    views.push_back(TensorView{DType::kInt32, std::move(shape), buffers.back().data()});
+    return &views.back();
+  }
+};
+
+// S new tokens on top of `past` cached ones: S == T is a prompt, S == 1 a decode step. The cache
+// tensors hold `capacity` rows (>= past; the in-place form needs room for the new tokens).
+void make_problem(Problem* p, int64_t N, int64_t Nk, int64_t H, int64_t S, int64_t past, CacheKind kind,
+                  int64_t capacity = -1) {
+  if (capacity < past) capacity = past;
+  std::mt19937 rng(5);
+  p->buffers.reserve(16);
+  p->views.reserve(16);
+  p->attrs.num_heads = N;
+  p->attrs.kv_num_heads = Nk;
+  const int64_t T = past + S;
+  p->inputs.query = p->add(DType::kFloat32, {1, S, N * H}, rng);
+  p->inputs.key = p->add(DType::kFloat32, {1, S, Nk * H}, rng);
+  p->inputs.value = p->add(DType::kFloat32, {1, S, Nk * H}, rng);
+  p->inputs.seqlens_k = p->add_int32({1}, static_cast<int32_t>(T - 1));
+  p->inputs.total_sequence_length = p->add_int32({1}, static_cast<int32_t>(T));
+  const DType cache = kind == kF32 ? DType::kFloat32 : kind == kI8 ? DType::kInt8 : DType::kUInt8;
+  if (kind != kF32) {
+    p->attrs.k_quant_type = p->attrs.v_quant_type = "PER_CHANNEL";
+    p->attrs.kv_cache_bit_width = kind == kI8 ? 8 : 4;
+    p->inputs.k_scale = p->add(DType::kFloat32, {Nk * H}, rng, 0.005f, 0.01f);
+    p->inputs.v_scale = p->add(DType::kFloat32, {Nk * H}, rng, 0.005f, 0.01f);
+  }
+  if (past > 0 || kind != kF32) {
+    const int64_t row = kind == kI4 ? H / 2 : H;
+    p->inputs.past_key = p->add(cache, {1, Nk, capacity, row}, rng);
+    p->inputs.past_value = p->add(cache, {1, Nk, capacity, row}, rng);
+  }
+}
+
+double cache_bytes_per_token(int64_t Nk, int64_t H, CacheKind kind) {
+  const double per = kind == kF32 ? 4.0 : kind == kI8 ? 1.0 : 0.5;
+  return 2.0 * static_cast<double>(Nk * H) * per;  // K and V
+}
+
+void report_host(benchmark::State& state) {
+  static const double fma512 = bench::measured_fma_peak_gflops(true);
+  static const double fma256 = bench::measured_fma_peak_gflops(false);
+  static const double dram = bench::measured_read_bandwidth_gbs(size_t{256} << 20);
+  static const double l3 = bench::measured_read_bandwidth_gbs(size_t{8} << 20);
+  for (auto _ : state) benchmark::DoNotOptimize(fma512);
+  state.counters["fma_avx512_GFLOPs_1core"] = fma512;
+  state.counters["fma_avx2_GFLOPs_1core"] = fma256;
+  state.counters["read_256MiB_GBs_1thread"] = dram;
+  state.counters["read_8MiB_GBs_1thread"] = l3;
+}
+
+// args: T, cache kind, threads, path (0 naive, 1 flash)
+void BM_GQA_Prefill(benchmark::State& state) {
+  const int64_t T = state.range(0);
+  const CacheKind kind = static_cast<CacheKind>(state.range(1));
+  Problem p;
+  make_problem(&p, 16, 8, 128, T, 0, kind);
+  RunOptions options;
+  options.threads = static_cast<int>(state.range(2));
+  options.path = state.range(3) ? AttentionPath::kFlash : AttentionPath::kNaive;
+  size_t scratch = 0;
+  options.peak_scratch_bytes = &scratch;
+  GqaOutputs out;
+  for (auto _ : state) {
+    Status st = group_query_attention(p.inputs, p.attrs, GqaRequest(), &out, options);
+    if (!st.ok()) state.SkipWithError(st.message().c_str());
+  }
+  // Causal: QK and SV over the lower triangle, 2 FLOPs per multiply-add.
+  const double flops = 2.0 * 2.0 * 16 * 128 * static_cast<double>(T) * static_cast<double>(T + 1) / 2.0;
+  state.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["scratch_MiB"] = static_cast<double>(scratch) / (1 << 20);
+  state.SetLabel(std::string(kCacheNames[kind]) + (state.range(3) ? " flash" : " naive"));
+}
+
+// args: T (cached tokens + 1), cache kind, threads, mode (0 naive stateless, 1 flash stateless, 2 in place)
+void BM_GQA_Decode(benchmark::State& state, int64_t N, int64_t Nk) {
+  const int64_t T = state.range(0);
+  const CacheKind kind = static_cast<CacheKind>(state.range(1));
+  const int mode = static_cast<int>(state.range(3));
+  Problem p;
+  make_problem(&p, N, Nk, 128, 1, T - 1, kind, mode == 2 ? T : T - 1);
+  RunOptions options;
+  options.threads = static_cast<int>(state.range(2));
+  options.path = mode == 0 ? AttentionPath::kNaive : AttentionPath::kFlash;
+  GqaOutputs out;
+  for (auto _ : state) {
+    Status st = mode == 2 ? group_query_attention_in_place(p.inputs, p.attrs, GqaRequest(), &out, options)
+                          : group_query_attention(p.inputs, p.attrs, GqaRequest(), &out, options);
+    if (!st.ok()) state.SkipWithError(st.message().c_str());
+  }
+  const double kv_bytes = cache_bytes_per_token(Nk, 128, kind) * static_cast<double>(T);
+  state.counters["KV_GBs"] = benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  static const char* const modes[] = {" naive", " flash", " in-place"};
+  state.SetLabel(std::string(kCacheNames[kind]) + modes[mode]);
+}
+
+void BM_GQA_Decode_16x8(benchmark::State& state) { BM_GQA_Decode(state, 16, 8); }
+void BM_GQA_FlashDecoding_4x4(benchmark::State& state) { BM_GQA_Decode(state, 4, 4); }
+
+BENCHMARK(report_host)->Name("host_limits")->Iterations(1);
+BENCHMARK(BM_GQA_Prefill)
+    ->ArgNames({"T", "cache", "threads", "flash"})
+    ->ArgsProduct({{512, 2048, 4096}, {kF32, kI8, kI4}, {1, 2}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_GQA_Decode_16x8)
+    ->ArgNames({"T", "cache", "threads", "mode"})
+    ->ArgsProduct({{512, 2048, 4096}, {kF32, kI8, kI4}, {1, 2}, {0, 1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_GQA_FlashDecoding_4x4)
+    ->ArgNames({"T", "cache", "threads", "mode"})
+    ->ArgsProduct({{4096}, {kF32, kI8, kI4}, {1, 2}, {0, 1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace attnkit
