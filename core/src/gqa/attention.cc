@@ -29,7 +29,6 @@ struct AttentionContext {
   const GqaProblem& p;
   const KernelTable& kt;
   const GqaTiling& t;
-  const float* q;
   size_t row_bytes;
   QkGemmFn qk_direct;
   QkPackFn qk_pack;
@@ -49,6 +48,7 @@ struct Scratch {
   float* row_sum;  // M
   float* panels;   // packed K block
   float* bias;     // one bias row segment
+  float* work;     // the query row loader's work area
   size_t span;
 };
 
@@ -64,7 +64,8 @@ Scratch carve(const GqaTiling& t, int64_t H, std::vector<float>& buf) {
   s.row_max = at; at += M;
   s.row_sum = at; at += M;
   s.panels = at; at += static_cast<size_t>(t.kv_block * H);
-  s.bias = at;
+  s.bias = at; at += span;
+  s.work = at;
   s.span = span;
   return s;
 }
@@ -78,14 +79,14 @@ struct Tile {
   int64_t rows() const { return i1 - i0; }
 };
 
-void load_q_tile(const AttentionContext& c, const Tile& tile, float* q_tile) {
+void load_q_tile(const AttentionContext& c, const Tile& tile, const Scratch& s) {
   const GqaProblem& p = c.p;
   const int64_t H = p.head_size, nq = tile.rows();
   for (int64_t hh = 0; hh < p.group; ++hh) {
     const int64_t h = tile.g * p.group + hh;
     for (int64_t i = tile.i0; i < tile.i1; ++i) {
-      float* dst = q_tile + (hh * nq + (i - tile.i0)) * H;
-      std::memcpy(dst, c.q + ((tile.b * p.heads + h) * p.seq + i) * H, H * sizeof(float));
+      float* dst = s.q_tile + (hh * nq + (i - tile.i0)) * H;
+      load_query_row(p, c.kt, tile.b, h, i, dst, s.work);
       if (p.quant == KvQuant::kPerChannel) {
         // Folding the K scale into the query keeps the integer-to-float step of the GEMM exact.
         const float* ks = p.inputs->k_scale->as<float>() + tile.g * H;
@@ -161,7 +162,7 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
     kv_hi = std::max(kv_hi, hi);
   }
   const int64_t span = std::max<int64_t>(0, kv_hi - kv_lo);
-  load_q_tile(c, tile, s.q_tile);
+  load_q_tile(c, tile, s);
   compute_scores(c, s, tile, M, kv_lo, span, s.scores, s.span);
   for (int64_t r = 0; r < M; ++r) {
     const int64_t hh = r / nq, i = tile.i0 + r % nq, h = tile.g * p.group + hh;
@@ -254,7 +255,7 @@ void flash_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
   const int64_t H = c.p.head_size, nq = tile.rows(), M = c.p.group * nq;
   int64_t kv_lo, kv_hi;
   task_key_range(c.p, tile, &kv_lo, &kv_hi);
-  load_q_tile(c, tile, s.q_tile);
+  load_q_tile(c, tile, s);
   flash_rows(c, s, tile, kv_lo, kv_hi, c.p.use_sink);
   for (int64_t r = 0; r < M; ++r) {
     const float sum = s.row_sum[r];
@@ -269,7 +270,7 @@ void decode_chunk_task(const AttentionContext& c, Scratch& s, const Tile& tile, 
   task_key_range(c.p, tile, &kv_lo, &kv_hi);
   const int64_t c0 = std::max(kv_lo, chunk * c.t.kv_chunk);
   const int64_t c1 = std::min(kv_hi, (chunk + 1) * c.t.kv_chunk);
-  load_q_tile(c, tile, s.q_tile);
+  load_q_tile(c, tile, s);
   flash_rows(c, s, tile, c0, std::max(c0, c1), false);
   for (int64_t r = 0; r < M; ++r) {
     float* out = partial + r * (H + 2);
@@ -304,9 +305,8 @@ void decode_merge_task(const AttentionContext& c, const Tile& tile, const float*
 }  // namespace
 
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& t, int threads,
-                   const float* q, const uint8_t* present_key, const uint8_t* present_value,
-                   GqaOutputs* outputs) {
-  AttentionContext c{p, kt, t, q, static_cast<size_t>(p.cache_row_bytes), nullptr, nullptr, nullptr,
+                   const uint8_t* present_key, const uint8_t* present_value, GqaOutputs* outputs) {
+  AttentionContext c{p, kt, t, static_cast<size_t>(p.cache_row_bytes), nullptr, nullptr, nullptr,
                      p.alpha, nullptr, nullptr, outputs};
   switch (p.cache_dtype) {
     case DType::kFloat16: c.qk_direct = kt.qk.f16; c.qk_pack = kt.qk.pack_f16; c.sv = kt.sv.f16; break;

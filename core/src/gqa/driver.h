@@ -1,6 +1,6 @@
 // attnkit: the GroupQueryAttention driver's internal stages and its tiling plan.
-// gqa.cc orchestrates: prepare the query (rotary, fp32 BNSH), build present (copy past, rotate and
-// convert/quantize new rows), then attention (naive or flash, with split-KV decoding) over the kernel table.
+// gqa.cc orchestrates: build present (copy past, rotate and convert/quantize new rows), then attention
+// (naive or flash, with split-KV decoding) over the kernel table, which loads and rotates query rows per tile.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -21,7 +21,7 @@ struct GqaTiling {
   int64_t kv_chunks = 1;     // chunks per (b, kv head) when split
   int64_t naive_span = 0;    // naive path: widest key span a task materializes
   size_t worker_floats = 0;  // per-thread scratch, in floats
-  size_t shared_floats = 0;  // the fp32 query copy and split-KV partials, in floats
+  size_t shared_floats = 0;  // split-KV partials, in floats
 };
 
 GqaTiling plan_gqa(const GqaProblem& p, bool flash);
@@ -38,8 +38,10 @@ void load_float_row(const KernelTable& kt, const void* base, DType dtype, size_t
 void store_float_row(const KernelTable& kt, const float* x, size_t n, DType dtype, void* base,
                      size_t offset);
 
-// Query as fp32 BNSH (B*N*S*H), rotated; rounded through T when T is 16-bit, as ORT stores it.
-void prepare_query(const GqaProblem& p, const KernelTable& kt, int threads, std::vector<float>* q);
+// Query row (b, head h, position s) as fp32, rotated; rounded through T when T is 16-bit, as ORT stores
+// the rotated query. `work` holds rotary_dim + head_size floats.
+void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64_t h, int64_t s, float* row,
+                    float* work);
 // Writes the present cache per spec §2.6 into buffers of shape (B, Nk, Mp, row): past rows are copied
 // unless the present IS the past (in place), then the new rows are rotated and converted/quantized.
 // Separate buffers must arrive zero-filled.
@@ -47,7 +49,7 @@ void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool
                    uint8_t* present_key, uint8_t* present_value);
 // Attention over the present cache into outputs->output (and output_qk when requested).
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& tiling, int threads,
-                   const float* q, const uint8_t* present_key, const uint8_t* present_value,
+                   const uint8_t* present_key, const uint8_t* present_value,
                    GqaOutputs* outputs);
 
 }  // namespace attnkit

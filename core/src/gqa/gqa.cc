@@ -91,26 +91,18 @@ void store_cache_row(const GqaProblem& p, const KernelTable& kt, const float* x,
 
 }  // namespace
 
-void prepare_query(const GqaProblem& p, const KernelTable& kt, int threads, std::vector<float>* q) {
-  const int64_t B = p.batch, S = p.seq, N = p.heads, H = p.head_size;
-  q->resize(static_cast<size_t>(B * N * S * H));
-  const int64_t row_heads = p.packed_qkv ? N + 2 * p.kv_heads : N;
-  const bool round_through_t = p.rotary && is_16bit_float(p.dtype);
-  parallel_for(static_cast<size_t>(B * N), threads, [&](size_t task, int) {
-    const int64_t b = static_cast<int64_t>(task) / N, h = static_cast<int64_t>(task) % N;
-    std::vector<float> cs(static_cast<size_t>(p.rotary_dim));
-    std::vector<uint16_t> rounded(round_through_t ? static_cast<size_t>(H) : 0);
-    for (int64_t s = 0; s < S; ++s) {
-      float* row = q->data() + ((b * N + h) * S + s) * H;
-      load_float_row(kt, p.inputs->query->data, p.dtype, token_head_offset(p, b, s, S, row_heads, h), H, row);
-      if (!p.rotary) continue;
-      rotate_row(p, kt, p.positions[b * S + s], row, cs.data());
-      if (round_through_t) {
-        store_float_row(kt, row, H, p.dtype, rounded.data(), 0);
-        load_float_row(kt, rounded.data(), p.dtype, 0, H, row);
-      }
-    }
-  });
+void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64_t h, int64_t s, float* row,
+                    float* work) {
+  const int64_t H = p.head_size;
+  const int64_t row_heads = p.packed_qkv ? p.heads + 2 * p.kv_heads : p.heads;
+  load_float_row(kt, p.inputs->query->data, p.dtype, token_head_offset(p, b, s, p.seq, row_heads, h), H, row);
+  if (!p.rotary) return;
+  rotate_row(p, kt, p.positions[b * p.seq + s], row, work);
+  if (is_16bit_float(p.dtype)) {
+    uint16_t* rounded = reinterpret_cast<uint16_t*>(work + p.rotary_dim);
+    store_float_row(kt, row, H, p.dtype, rounded, 0);
+    load_float_row(kt, rounded, p.dtype, 0, H, row);
+  }
 }
 
 void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place,
@@ -162,9 +154,10 @@ GqaTiling plan_gqa(const GqaProblem& p, bool flash) {
   GqaTiling t;
   t.flash = flash;
   const int64_t H = p.head_size, G = p.group;
-  // ~128 score rows per task keeps the packed K block reused across many FMAs while the per-task
-  // Q/O tiles stay in L1/L2 (128 x 128 floats = 64 KiB each).
-  t.query_rows = std::max<int64_t>(1, std::min<int64_t>(p.seq, std::max<int64_t>(1, 128 / G)));
+  // Flash: ~64 score rows per task reuse each packed K block for 64 query rows (the packing costs 1/64
+  // of the GEMM) while the per-task Q/O tiles stay in L1/L2 (64 x 128 floats = 32 KiB each).
+  // Naive materializes the full [S, T] score matrix of a (batch, kv head), as its name says (seed 000).
+  t.query_rows = flash ? std::max<int64_t>(1, std::min<int64_t>(p.seq, std::max<int64_t>(1, 64 / G))) : p.seq;
   t.task_rows = G * t.query_rows;
   // 128 keys x H=128 fp32 = 64 KiB of packed K panels per block: fits L2 next to the Q/O tiles.
   t.kv_block = 128;
@@ -177,11 +170,12 @@ GqaTiling plan_gqa(const GqaProblem& p, bool flash) {
   const int64_t M = t.task_rows;
   const int64_t span = flash ? t.kv_block : max_total;
   t.naive_span = flash ? 0 : max_total;
-  // Q tile, O tile, scores/probabilities, running max and sum, packed K panels, one bias row.
-  t.worker_floats = static_cast<size_t>(2 * M * H + M * span + 2 * M + t.kv_block * H + span);
-  t.shared_floats = static_cast<size_t>(p.batch * p.heads * p.seq * H);
+  // Q tile, O tile, scores/probabilities, running max and sum, packed K panels, one bias row, and the
+  // query row loader's rotary/rounding work area.
+  t.worker_floats =
+      static_cast<size_t>(2 * M * H + M * span + 2 * M + t.kv_block * H + span + p.rotary_dim + H);
   if (t.kv_chunk > 0)
-    t.shared_floats += static_cast<size_t>(p.batch * p.kv_heads * t.kv_chunks * M * (H + 2));
+    t.shared_floats = static_cast<size_t>(p.batch * p.kv_heads * t.kv_chunks * M * (H + 2));
   return t;
 }
 
@@ -234,10 +228,8 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
       present_key = k->as<uint8_t>();
       present_value = v->as<uint8_t>();
     }
-    std::vector<float> q;
-    prepare_query(p, kt, threads, &q);
     build_present(p, kt, threads, in_place, present_key, present_value);
-    run_attention(p, kt, tiling, threads, q.data(), present_key, present_value, outputs);
+    run_attention(p, kt, tiling, threads, present_key, present_value, outputs);
   } catch (const std::bad_alloc&) {
     return Status::Error("out of memory: GroupQueryAttention needs " +
                          std::to_string(gqa_scratch_bytes(p, tiling, threads)) + " bytes of scratch");

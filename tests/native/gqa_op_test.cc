@@ -1,0 +1,277 @@
+// attnkit tests: attnkit::group_query_attention against the double-precision reference over the
+// issue-2 grid (B, S, past, heads, head size) crossed with every feature, dtype and cache type,
+// on both attention paths and with 1 and 3 threads (which must agree bit for bit).
+// The grid is sampled, not crossed: each axis walks through its values in rounds, each round a
+// different fixed shuffle, so every value of every axis appears while the axes stay uncorrelated and
+// the run stays well under a minute.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "attnkit/schema.h"
+#include "gqa_reference.h"
+#include "gqa_test_inputs.h"
+
+namespace attnkit {
+namespace {
+
+using namespace testing_gqa;
+
+const int64_t kBatches[] = {1, 3};
+const int64_t kSeqs[] = {1, 7, 64, 129};
+const int64_t kPasts[] = {0, 1, 37, 300};
+const int64_t kHeads[][2] = {{4, 4}, {8, 2}, {6, 3}, {32, 8}};
+const int64_t kHeadSizes[] = {8, 64, 80, 128, 256};
+enum Feature {
+  kPlain, kRotarySplit, kRotaryInterleaved, kRotaryPartialPositionIds, kPositionIds, kNonCausal,
+  kWindow, kSoftcap, kBias, kHeadSink, kSmoothSoftmax, kQkBefore, kQkAfter, kPacked, kRagged,
+  kWindowSoftcapBiasSink, kFeatureCount
+};
+const char* kFeatureNames[] = {"plain", "rotary-split", "rotary-interleaved", "rotary-partial-posids",
+                               "position-ids", "causal0", "window", "softcap", "bias", "head-sink",
+                               "smooth-softmax", "qk-before", "qk-after", "packed", "ragged",
+                               "window+softcap+bias+sink"};
+const DType kDtypes[] = {DType::kFloat32, DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+struct CacheKind { const char* quant; int bits; };
+const CacheKind kCaches[] = {{"NONE", 0}, {"NONE", 0}, {"NONE", 0}, {"PER_TENSOR", 8},
+                             {"PER_CHANNEL", 4}, {"PER_CHANNEL", 8}, {"PER_TENSOR", 4}};
+constexpr int kCases = 96;
+
+struct GridPoint {
+  int64_t batch, seq, past, heads, kv_heads, head_size;
+  Feature feature;
+  DType dtype;
+  CacheKind cache;
+  std::string name;
+};
+
+// Value index of case i on an axis of `len` values: round i / len is a seeded shuffle of [0, len).
+size_t axis_index(int i, size_t len, int axis) {
+  std::vector<size_t> perm(len);
+  for (size_t k = 0; k < len; ++k) perm[k] = k;
+  SplitMix rng(static_cast<uint64_t>(axis) * 1000003u + static_cast<uint64_t>(i) / len);
+  for (size_t k = len - 1; k > 0; --k) std::swap(perm[k], perm[rng.next() % (k + 1)]);
+  return perm[static_cast<size_t>(i) % len];
+}
+
+template <typename T, size_t N>
+const T& pick(const T (&axis)[N], int i, int axis_id) {
+  return axis[axis_index(i, N, axis_id)];
+}
+
+GridPoint grid_point(int i) {
+  GridPoint g;
+  g.batch = pick(kBatches, i, 1);
+  g.seq = pick(kSeqs, i, 2);
+  g.past = pick(kPasts, i, 3);
+  const auto& heads = pick(kHeads, i, 4);
+  g.heads = heads[0], g.kv_heads = heads[1];
+  g.head_size = pick(kHeadSizes, i, 5);
+  g.feature = static_cast<Feature>(axis_index(i, kFeatureCount, 6));
+  g.dtype = pick(kDtypes, i, 7);
+  g.cache = pick(kCaches, i, 8);
+  // Chunked prefill (S > 1 after a past) exists only for batch 1 in ORT.
+  if (g.seq > 1 && g.past > 0) g.batch = 1;
+  // Rotary needs head_size % 16 == 0: the one head size that is not moves up to 16.
+  const bool rotary = g.feature == kRotarySplit || g.feature == kRotaryInterleaved ||
+                      g.feature == kRotaryPartialPositionIds || g.feature == kPositionIds;
+  if (rotary && g.head_size % 16 != 0) g.head_size = 16;
+  // Keep the fp64 reference affordable: about 1.5e8 multiply-adds per case at most.
+  auto work = [&] { return g.batch * g.heads * g.seq * (g.past + g.seq) * g.head_size; };
+  if (work() > 150000000) g.batch = 1;
+  if (work() > 150000000) g.seq = 7;
+  std::ostringstream os;
+  os << "B" << g.batch << "_S" << g.seq << "_P" << g.past << "_N" << g.heads << "_Nk" << g.kv_heads
+     << "_H" << g.head_size << "_" << kFeatureNames[g.feature] << "_" << dtype_name(g.dtype) << "_"
+     << g.cache.quant << g.cache.bits;
+  g.name = os.str();
+  return g;
+}
+
+GqaCase build(const GridPoint& g, uint64_t seed) {
+  const int64_t total = g.past + g.seq;
+  const bool first_prompt = g.past == 0;
+  CaseSpec s;
+  s.batch = g.batch, s.seq = g.seq, s.past = g.past, s.heads = g.heads, s.kv_heads = g.kv_heads;
+  s.head_size = g.head_size, s.dtype = g.dtype, s.packed = g.feature == kPacked, s.seed = seed;
+  if (g.feature == kRagged) {
+    // Entry 0 is full (so total is the batch maximum); the others are shorter but keep the phase's
+    // rules: a first prompt has T_b <= S, later steps need T_b >= S.
+    for (int64_t b = 0; b < g.batch; ++b) {
+      int64_t tb = total - 5 * b;
+      if (g.batch == 1) tb = total - 1;
+      tb = std::max<int64_t>(tb, first_prompt ? 1 : g.seq);
+      s.seqlens.push_back(static_cast<int32_t>(tb - 1));
+    }
+  }
+  GqaCase c = make_case(s);
+  GqaAttributes& a = c.attrs;
+  const int64_t max_pos = total + 16;
+  switch (g.feature) {
+    case kRotarySplit: add_rotary(&c, g.dtype, max_pos, g.head_size / 2, false); break;
+    case kRotaryInterleaved: add_rotary(&c, g.dtype, max_pos, g.head_size / 2, true); break;
+    case kRotaryPartialPositionIds:
+    case kPositionIds: {
+      const int64_t half = g.feature == kPositionIds ? g.head_size / 2 : std::max<int64_t>(8, g.head_size / 4 / 8 * 8);
+      add_rotary(&c, g.dtype, max_pos, half, g.feature == kRotaryPartialPositionIds);
+      // Positions differ from the defaults (shifted per entry) but stay inside the cos cache.
+      std::vector<int64_t> ids(g.batch * g.seq);
+      for (int64_t b = 0; b < g.batch; ++b)
+        for (int64_t i = 0; i < g.seq; ++i) ids[b * g.seq + i] = (first_prompt ? 3 : g.past - 1 + b % 2) + i;
+      c.set("position_ids", int_tensor<int64_t>(DType::kInt64, {g.batch, g.seq}, ids));
+      break;
+    }
+    case kNonCausal: a.causal = 0; break;
+    case kWindow: a.local_window_size = std::max<int64_t>(1, total / 3); break;
+    case kSoftcap: a.softcap = 0.8f; break;
+    case kBias: {
+      const Shape shapes[4] = {{g.batch, g.heads, g.seq, total}, {1, g.heads, g.seq, total},
+                               {g.batch, 1, g.seq, total}, {1, 1, g.seq, total}};
+      c.set("attention_bias", random_tensor(g.dtype, shapes[seed % 4], seed + 7, -2.0, 2.0));
+      break;
+    }
+    case kHeadSink: c.set("head_sink", random_tensor(g.dtype, {g.heads}, seed + 8)); break;
+    case kSmoothSoftmax: a.smooth_softmax = 1; break;
+    case kQkBefore: a.qk_output = 1; c.request.output_qk = true; break;
+    case kQkAfter: a.qk_output = 2; c.request.output_qk = true; break;
+    case kWindowSoftcapBiasSink:
+      a.local_window_size = std::max<int64_t>(1, total / 2);
+      a.softcap = 1.5f;
+      c.set("attention_bias", random_tensor(g.dtype, {1, g.heads, g.seq, total}, seed + 7));
+      c.set("head_sink", random_tensor(g.dtype, {g.heads}, seed + 8));
+      break;
+    default: break;
+  }
+  if (g.cache.bits != 0) {
+    a.k_quant_type = a.v_quant_type = g.cache.quant;
+    a.kv_cache_bit_width = g.cache.bits;
+    const bool channel = std::string(g.cache.quant) == "PER_CHANNEL";
+    const Shape scale_shape = channel ? Shape{1, g.kv_heads, 1, g.head_size} : Shape{1};
+    const double qmax = g.cache.bits == 8 ? 127.0 : 7.0;
+    c.set("k_scale", random_tensor(DType::kFloat32, scale_shape, seed + 9, 0.8 / qmax, 1.2 / qmax));
+    c.set("v_scale", random_tensor(DType::kFloat32, scale_shape, seed + 10, 0.8 / qmax, 1.2 / qmax));
+    if (g.past > 0) {
+      const Shape ps{g.batch, g.kv_heads, g.past, g.cache.bits == 4 ? g.head_size / 2 : g.head_size};
+      const DType dt = g.cache.bits == 4 ? DType::kUInt8 : DType::kInt8;
+      c.set("past_key", random_tensor(dt, ps, seed + 3));
+      c.set("past_value", random_tensor(dt, ps, seed + 4));
+    }
+  }
+  return c;
+}
+
+// Unit roundoff of the output dtype (half an ulp, relative).
+double unit_roundoff(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16: return std::ldexp(1.0, -11);
+    case DType::kBFloat16: return std::ldexp(1.0, -8);
+    default: return 0.0;
+  }
+}
+
+// Compares one (row-major) result against the reference, row by row (rows of `row` elements).
+// Bound: the fp32 pipeline (fp32 dot products over <= 256 channels, polynomial exp, fp32 sums over
+// <= 429 keys with probabilities summing to 1) stays within 2e-6 * max(1, max|ref| of the row) — the
+// issue's fp32 bound. A 16-bit output is then rounded once: |round(y) - y| <= u|y| with u = 2^-11
+// (fp16) / 2^-8 (bf16), plus 2^-25 for fp16 subnormals, so the total is u(|ref| + e) + e + 2^-25.
+void expect_close(const std::vector<double>& ref, const void* got, DType dtype, int64_t row,
+                  const std::string& what) {
+  const double u = unit_roundoff(dtype);
+  const int64_t rows = static_cast<int64_t>(ref.size()) / row;
+  double worst = 0.0;
+  int64_t worst_at = -1;
+  for (int64_t r = 0; r < rows; ++r) {
+    double row_max = 1.0;
+    for (int64_t k = 0; k < row; ++k) row_max = std::max(row_max, std::fabs(ref[r * row + k]));
+    const double e = 2e-6 * row_max;
+    for (int64_t k = 0; k < row; ++k) {
+      const int64_t i = r * row + k;
+      const double tol = u * (std::fabs(ref[i]) + e) + e + (u > 0 ? std::ldexp(1.0, -25) : 0.0);
+      const double err = std::fabs(reference::load_float(got, dtype, i) - ref[i]);
+      if (!(err <= tol) && (worst_at < 0 || err / tol > worst)) worst = err / tol, worst_at = i;
+    }
+  }
+  EXPECT_LT(worst_at, 0) << what << ": element " << worst_at << " is off by " << worst
+                         << "x its bound; got " << reference::load_float(got, dtype, std::max<int64_t>(worst_at, 0))
+                         << ", reference " << ref[std::max<int64_t>(worst_at, 0)];
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.shape == b.shape && a.dtype == b.dtype && a.storage == b.storage;
+}
+
+void check_case(int index) {
+  const GridPoint g = grid_point(index);
+  SCOPED_TRACE("case " + std::to_string(index) + ": " + g.name);
+  GqaCase c = build(g, 1000 + index);
+  GqaInputs in = c.inputs();
+  reference::GqaReferenceResult ref;
+  Status st = reference::group_query_attention(in, c.attrs, c.request, &ref);
+  ASSERT_TRUE(st.ok()) << st.message();
+
+  GqaOutputShapes shapes;
+  ASSERT_TRUE(gqa_output_shapes(in, c.attrs, c.request, &shapes).ok());
+
+  const AttentionPath paths[] = {AttentionPath::kNaive, AttentionPath::kFlash};
+  for (AttentionPath path : paths) {
+    SCOPED_TRACE(path == AttentionPath::kNaive ? "naive" : "flash");
+    GqaOutputs one, three;
+    RunOptions options;
+    options.path = path;
+    options.threads = 1;
+    st = group_query_attention(in, c.attrs, c.request, &one, options);
+    ASSERT_TRUE(st.ok()) << st.message();
+    options.threads = 3;
+    ASSERT_TRUE(group_query_attention(in, c.attrs, c.request, &three, options).ok());
+    EXPECT_TRUE(same_bytes(one.output, three.output)) << "output differs between 1 and 3 threads";
+    EXPECT_TRUE(same_bytes(one.present_key, three.present_key));
+    EXPECT_TRUE(same_bytes(one.output_qk, three.output_qk)) << "output_qk differs between 1 and 3 threads";
+
+    EXPECT_EQ(one.output.shape, shapes.output.shape);
+    EXPECT_EQ(one.present_key.shape, shapes.present_key.shape);
+    EXPECT_EQ(one.present_value.dtype, shapes.present_value.dtype);
+    // present holds exactly what ORT stores: the same float rotary, rounding and quantization.
+    EXPECT_TRUE(same_bytes(one.present_key, ref.present_key)) << "present_key differs from the reference";
+    EXPECT_TRUE(same_bytes(one.present_value, ref.present_value)) << "present_value differs";
+
+    const int64_t h = g.head_size;
+    expect_close(ref.output, one.output.storage.data(), g.dtype, h, "output");
+    if (c.request.output_qk) {
+      ASSERT_EQ(one.output_qk.shape, ref.output_qk_shape);
+      expect_close(ref.output_qk, one.output_qk.storage.data(), g.dtype, ref.output_qk_shape[3], "output_qk");
+    }
+  }
+}
+
+TEST(GqaOp, GridCoversEveryAxisValue) {
+  std::set<int64_t> b, s, p, n, hs;
+  std::set<int> f, dt, ck;
+  bool chunked = false;
+  for (int i = 0; i < kCases; ++i) {
+    GridPoint g = grid_point(i);
+    b.insert(g.batch), s.insert(g.seq), p.insert(g.past), n.insert(g.heads), hs.insert(g.head_size);
+    f.insert(g.feature), dt.insert(static_cast<int>(g.dtype));
+    ck.insert(g.cache.bits * 10 + (std::string(g.cache.quant) == "PER_CHANNEL"));
+    chunked |= g.seq > 1 && g.past > 0;
+  }
+  EXPECT_EQ(b, (std::set<int64_t>{1, 3}));
+  EXPECT_EQ(s, (std::set<int64_t>{1, 7, 64, 129}));
+  EXPECT_EQ(p, (std::set<int64_t>{0, 1, 37, 300}));
+  EXPECT_EQ(n, (std::set<int64_t>{4, 8, 6, 32}));
+  for (int64_t h : kHeadSizes) EXPECT_TRUE(hs.count(h)) << "head size " << h;
+  EXPECT_EQ(f.size(), static_cast<size_t>(kFeatureCount));
+  EXPECT_EQ(dt.size(), 3u);
+  EXPECT_EQ(ck.size(), 5u);
+  EXPECT_TRUE(chunked);
+}
+
+class GqaOpGrid : public ::testing::TestWithParam<int> {};
+TEST_P(GqaOpGrid, MatchesReference) { check_case(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Sampled, GqaOpGrid, ::testing::Range(0, kCases));
+
+}  // namespace
+}  // namespace attnkit
