@@ -1,0 +1,67 @@
+// attnkit: kv_quant kernels for NEON / wasm128 over Vec128. quantize_s8 is vectorized (multiply,
+// zero NaN, clamp in float, round half to even, exact integer conversion); the other entries run the
+// shared scalar rules (common/half.h, quant_scalar.h), which keeps them bit-exact by construction.
+#pragma once
+#include "common/half.h"
+#include "kv_quant/kv_quant.h"
+#include "kv_quant/quant_scalar.h"
+
+namespace attnkit {
+namespace {
+
+template <class T>
+void quantize_s8_128(const float* x, const float* inv, size_t n, int8_t* out) {
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    auto v = T::mul(T::load(x + i), T::load(inv + i));
+    v = T::select(T::is_nan(v), T::zero(), v);
+    v = T::min(T::max(v, T::set1(-128.0f)), T::set1(127.0f));
+    alignas(16) float r[4];
+    T::store(r, T::round_even(v));
+    for (int k = 0; k < 4; ++k) out[i + k] = static_cast<int8_t>(static_cast<int32_t>(r[k]));
+  }
+  for (; i < n; ++i) out[i] = static_cast<int8_t>(kv_quantize_one(x[i], inv[i], -128.0f, 127.0f));
+}
+
+void quantize_s4_128(const float* x, const float* inv, size_t n, uint8_t* out) {
+  for (size_t i = 0; i + 1 < n; i += 2) {
+    const int32_t lo = kv_quantize_one(x[i], inv[i], -8.0f, 7.0f) + 8;
+    const int32_t hi = kv_quantize_one(x[i + 1], inv[i + 1], -8.0f, 7.0f) + 8;
+    out[i / 2] = static_cast<uint8_t>(lo | (hi << 4));
+  }
+}
+
+void to_f16_128(const float* x, size_t n, uint16_t* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = float_to_f16(x[i]);
+}
+void to_bf16_128(const float* x, size_t n, uint16_t* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = float_to_bf16(x[i]);
+}
+void from_f16_128(const uint16_t* x, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = f16_to_float(x[i]);
+}
+void from_bf16_128(const uint16_t* x, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = bf16_to_float(x[i]);
+}
+
+template <class T>
+void dequantize_s8_128(const int8_t* q, const float* scale, size_t n, float* out) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    typename T::V lo, hi;
+    T::load8(S8{}, reinterpret_cast<const uint8_t*>(q), i, lo, hi);
+    T::store(out + i, T::mul(lo, T::load(scale + i)));
+    T::store(out + i + 4, T::mul(hi, T::load(scale + i + 4)));
+  }
+  for (; i < n; ++i) out[i] = static_cast<float>(q[i]) * scale[i];
+}
+
+void dequantize_s4_128(const uint8_t* q, const float* scale, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t nib = (i & 1) ? (q[i / 2] >> 4) : (q[i / 2] & 0xf);
+    out[i] = static_cast<float>(nib - 8) * scale[i];
+  }
+}
+
+}  // namespace
+}  // namespace attnkit

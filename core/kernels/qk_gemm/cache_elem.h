@@ -1,0 +1,39 @@
+// attnkit: the scalar element rule shared by qk_gemm and sv_gemm (and their scalar tails): element d
+// of a cache row in its stored dtype, as float, without scales. s4 is the nibble of byte d/2 (low
+// nibble for even d) minus 8.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "common/half.h"
+
+namespace attnkit {
+namespace cache_elem {
+
+struct F32 {
+  static float at(const uint8_t* row, size_t d) { return reinterpret_cast<const float*>(row)[d]; }
+};
+struct F16 {
+  static float at(const uint8_t* row, size_t d) {
+    return f16_to_float(reinterpret_cast<const uint16_t*>(row)[d]);
+  }
+};
+struct BF16 {
+  static float at(const uint8_t* row, size_t d) {
+    return bf16_to_float(reinterpret_cast<const uint16_t*>(row)[d]);
+  }
+};
+struct S8 {
+  static float at(const uint8_t* row, size_t d) {
+    return static_cast<float>(reinterpret_cast<const int8_t*>(row)[d]);
+  }
+};
+struct S4 {
+  static float at(const uint8_t* row, size_t d) {
+    const uint8_t b = row[d / 2];
+    return static_cast<float>(((d & 1) ? (b >> 4) : (b & 0xf)) - 8);
+  }
+};
+
+}  // namespace cache_elem
+}  // namespace attnkit

@@ -1,0 +1,183 @@
+// attnkit: 4-lane QK and SV loops for the NEON and wasm128 files over Vec128 (softmax/simd128_vec.h).
+// H is a multiple of 8, so every row is walked in 8-element steps with no tails: direct QK blocks
+// 4 query rows x 4 keys (each K row converted once), packed QK 4 rows x 16 keys, SV 4 rows x 16 columns.
+#pragma once
+#include <algorithm>
+
+#include "qk_gemm/qk_gemm.h"
+#include "sv_gemm/sv_gemm.h"
+
+namespace attnkit {
+namespace {
+
+template <class T, class E, int MB, int R>
+inline void qk128_tile(size_t H, const float* const* q, const uint8_t* K, size_t ldk, float alpha,
+                       float* const* c) {
+  using V = typename T::V;
+  V acc[MB][R];
+  for (int i = 0; i < MB; ++i)
+    for (int r = 0; r < R; ++r) acc[i][r] = T::zero();
+  for (size_t d = 0; d < H; d += 8)
+    for (int r = 0; r < R; ++r) {
+      V lo, hi;
+      T::load8(E{}, K + r * ldk, d, lo, hi);
+      for (int i = 0; i < MB; ++i) {
+        acc[i][r] = T::mac(T::load(q[i] + d), lo, acc[i][r]);
+        acc[i][r] = T::mac(T::load(q[i] + d + 4), hi, acc[i][r]);
+      }
+    }
+  for (int i = 0; i < MB; ++i)
+    for (int r = 0; r < R; ++r) c[i][r] = alpha * T::hsum(acc[i][r]);
+}
+
+template <class T, class E, int MB>
+void qk128_rows(size_t N, size_t H, const float* const* q, const uint8_t* K, size_t ldk, float alpha,
+                float* const* c_rows) {
+  float* c[MB];
+  size_t j = 0;
+  for (; j + 4 <= N; j += 4) {
+    for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
+    qk128_tile<T, E, MB, 4>(H, q, K + j * ldk, ldk, alpha, c);
+  }
+  for (; j < N; ++j) {
+    for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
+    qk128_tile<T, E, MB, 1>(H, q, K + j * ldk, ldk, alpha, c);
+  }
+}
+
+template <class T, class E>
+void qk128_direct(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk,
+                  float alpha, float* C, size_t ldc) {
+  const uint8_t* base = static_cast<const uint8_t*>(K);
+  for (size_t i0 = 0; i0 < M; i0 += 4) {
+    const size_t mb = std::min<size_t>(4, M - i0);
+    const float* q[4];
+    float* c[4];
+    for (size_t i = 0; i < mb; ++i) {
+      q[i] = Q + (i0 + i) * ldq;
+      c[i] = C + (i0 + i) * ldc;
+    }
+    switch (mb) {
+      case 1: qk128_rows<T, E, 1>(N, H, q, base, ldk, alpha, c); break;
+      case 2: qk128_rows<T, E, 2>(N, H, q, base, ldk, alpha, c); break;
+      case 3: qk128_rows<T, E, 3>(N, H, q, base, ldk, alpha, c); break;
+      default: qk128_rows<T, E, 4>(N, H, q, base, ldk, alpha, c); break;
+    }
+  }
+}
+
+template <class T, class E>
+void qk128_pack(size_t N, size_t H, const void* K, size_t ldk, float* panels) {
+  const uint8_t* base = static_cast<const uint8_t*>(K);
+  const size_t panel_count = (N + kQkPanelKeys - 1) / kQkPanelKeys;
+  for (size_t p = 0; p < panel_count; ++p) {
+    float* panel = panels + p * H * kQkPanelKeys;
+    for (size_t t = 0; t < kQkPanelKeys; ++t) {
+      const size_t j = p * kQkPanelKeys + t;
+      for (size_t d = 0; d < H; d += 8) {
+        alignas(16) float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if (j < N) {
+          typename T::V lo, hi;
+          T::load8(E{}, base + j * ldk, d, lo, hi);
+          T::store(v, lo);
+          T::store(v + 4, hi);
+        }
+        for (size_t k = 0; k < 8; ++k) panel[(d + k) * kQkPanelKeys + t] = v[k];
+      }
+    }
+  }
+}
+
+template <class T, int MR>
+inline void qk128_packed_tile(size_t H, const float* Q, size_t ldq, const float* panel, float alpha,
+                              float* C, size_t ldc, size_t keys) {
+  using V = typename T::V;
+  V acc[MR][4];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < 4; ++v) acc[i][v] = T::zero();
+  for (size_t d = 0; d < H; ++d) {
+    V b[4];
+    for (int v = 0; v < 4; ++v) b[v] = T::load(panel + d * kQkPanelKeys + 4 * v);
+    for (int i = 0; i < MR; ++i) {
+      const V a = T::set1(Q[i * ldq + d]);
+      for (int v = 0; v < 4; ++v) acc[i][v] = T::mac(a, b[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    alignas(16) float out[16];
+    for (int v = 0; v < 4; ++v) T::store(out + 4 * v, T::mul(acc[i][v], T::set1(alpha)));
+    for (size_t t = 0; t < keys; ++t) C[i * ldc + t] = out[t];
+  }
+}
+
+template <class T>
+void qk128_packed(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const float* panels,
+                  float alpha, float* C, size_t ldc) {
+  for (size_t i0 = 0; i0 < M; i0 += 4) {
+    const size_t mr = std::min<size_t>(4, M - i0);
+    for (size_t j = 0; j < N; j += kQkPanelKeys) {
+      const float* panel = panels + (j / kQkPanelKeys) * H * kQkPanelKeys;
+      const size_t keys = std::min(kQkPanelKeys, N - j);
+      const float* q = Q + i0 * ldq;
+      float* c = C + i0 * ldc + j;
+      switch (mr) {
+        case 1: qk128_packed_tile<T, 1>(H, q, ldq, panel, alpha, c, ldc, keys); break;
+        case 2: qk128_packed_tile<T, 2>(H, q, ldq, panel, alpha, c, ldc, keys); break;
+        case 3: qk128_packed_tile<T, 3>(H, q, ldq, panel, alpha, c, ldc, keys); break;
+        default: qk128_packed_tile<T, 4>(H, q, ldq, panel, alpha, c, ldc, keys); break;
+      }
+    }
+  }
+}
+
+// SV: MB rows x (CB x 8) columns; each V row chunk converted once for all MB rows.
+template <class T, class E, int MB, int CB>
+inline void sv128_tile(size_t N, const float* P, size_t ldp, const uint8_t* Vc, size_t ldv, size_t d0,
+                       float* O, size_t ldo, bool accumulate) {
+  using V = typename T::V;
+  V acc[MB][2 * CB];
+  for (int i = 0; i < MB; ++i)
+    for (int c = 0; c < 2 * CB; ++c) acc[i][c] = accumulate ? T::load(O + i * ldo + d0 + 4 * c) : T::zero();
+  for (size_t j = 0; j < N; ++j) {
+    V p[MB];
+    for (int i = 0; i < MB; ++i) p[i] = T::set1(P[i * ldp + j]);
+    for (int c = 0; c < CB; ++c) {
+      V lo, hi;
+      T::load8(E{}, Vc + j * ldv, d0 + 8 * c, lo, hi);
+      for (int i = 0; i < MB; ++i) {
+        acc[i][2 * c] = T::mac(p[i], lo, acc[i][2 * c]);
+        acc[i][2 * c + 1] = T::mac(p[i], hi, acc[i][2 * c + 1]);
+      }
+    }
+  }
+  for (int i = 0; i < MB; ++i)
+    for (int c = 0; c < 2 * CB; ++c) T::store(O + i * ldo + d0 + 4 * c, acc[i][c]);
+}
+
+template <class T, class E, int MB>
+void sv128_rows(size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv, float* O,
+                size_t ldo, bool accumulate) {
+  size_t d = 0;
+  for (; d + 16 <= H; d += 16) sv128_tile<T, E, MB, 2>(N, P, ldp, V, ldv, d, O, ldo, accumulate);
+  if (d < H) sv128_tile<T, E, MB, 1>(N, P, ldp, V, ldv, d, O, ldo, accumulate);
+}
+
+template <class T, class E>
+void sv128(size_t M, size_t N, size_t H, const float* P, size_t ldp, const void* V, size_t ldv, float* O,
+           size_t ldo, bool accumulate) {
+  const uint8_t* base = static_cast<const uint8_t*>(V);
+  for (size_t i0 = 0; i0 < M; i0 += 4) {
+    const size_t mb = std::min<size_t>(4, M - i0);
+    const float* p = P + i0 * ldp;
+    float* o = O + i0 * ldo;
+    switch (mb) {
+      case 1: sv128_rows<T, E, 1>(N, H, p, ldp, base, ldv, o, ldo, accumulate); break;
+      case 2: sv128_rows<T, E, 2>(N, H, p, ldp, base, ldv, o, ldo, accumulate); break;
+      case 3: sv128_rows<T, E, 3>(N, H, p, ldp, base, ldv, o, ldo, accumulate); break;
+      default: sv128_rows<T, E, 4>(N, H, p, ldp, base, ldv, o, ldo, accumulate); break;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnkit

@@ -1,0 +1,327 @@
+// attnkit: the register-blocked QK and SV loops for x86, written once over an ISA traits type I
+// (I::W floats per vector; see the Avx2 / Avx512 structs in avx2.cc / avx512.cc). Direct QK reads each
+// K row once for a block of query rows; s4 splits the query into even/odd halves so nibbles need no
+// interleaving; SV keeps s4 accumulators de-interleaved and interleaves once per output block.
+#pragma once
+#include <algorithm>
+#include <vector>
+
+#include "qk_gemm/x86_common.h"
+#include "sv_gemm/sv_gemm.h"
+
+namespace attnkit {
+namespace {
+
+// ---- QK direct ----
+
+// One block: MB query rows x R keys starting at K; c[i] points at the output of query row i, key 0.
+template <class I, class E, int MB, int R>
+inline void qk_tile(size_t H, const float* const* q, const uint8_t* K, size_t ldk, float alpha,
+                    float* const* c) {
+  using V = typename I::V;
+  V acc[MB][R];
+  for (int i = 0; i < MB; ++i)
+    for (int r = 0; r < R; ++r) acc[i][r] = I::zero();
+  size_t d = 0;
+  for (; d + I::W <= H; d += I::W) {
+    for (int r = 0; r < R; ++r) {
+      const V k = I::load(E{}, K + r * ldk, d);
+      for (int i = 0; i < MB; ++i) acc[i][r] = I::fmadd(I::loadu(q[i] + d), k, acc[i][r]);
+    }
+  }
+  if (d < H) {  // only for W = 16: an 8-element tail
+    for (int r = 0; r < R; ++r) {
+      const V k = I::load_half(E{}, K + r * ldk, d);
+      for (int i = 0; i < MB; ++i) acc[i][r] = I::fmadd(I::loadu_half(q[i] + d), k, acc[i][r]);
+    }
+  }
+  const __m256 a = _mm256_set1_ps(alpha);
+  for (int i = 0; i < MB; ++i) {
+    V pad[8];
+    for (int r = 0; r < 8; ++r) pad[r] = r < R ? acc[i][r] : I::zero();
+    const __m256 s = _mm256_mul_ps(I::reduce8(pad), a);
+    if (R == 8) {
+      _mm256_storeu_ps(c[i], s);
+    } else {
+      alignas(32) float tmp[8];
+      _mm256_store_ps(tmp, s);
+      for (int r = 0; r < R; ++r) c[i][r] = tmp[r];
+    }
+  }
+}
+
+// s4: q holds, per query row, the even elements then the odd elements, each zero-padded to Hp
+// (a multiple of W) so a partial byte load at the row end multiplies zeros.
+template <class I, int MB, int R>
+inline void qk_tile_s4(size_t H, size_t Hp, const float* const* q, const uint8_t* K, size_t ldk,
+                       float alpha, float* const* c) {
+  using V = typename I::V;
+  V acc[MB][R];
+  for (int i = 0; i < MB; ++i)
+    for (int r = 0; r < R; ++r) acc[i][r] = I::zero();
+  const size_t bytes = H / 2;
+  for (size_t b = 0; b < bytes; b += I::W) {
+    const size_t n = std::min(I::W, bytes - b);
+    for (int r = 0; r < R; ++r) {
+      const auto x = I::nib_bytes(K + r * ldk + b, n);
+      const V lo = I::nib_lo(x), hi = I::nib_hi(x);
+      for (int i = 0; i < MB; ++i) {
+        acc[i][r] = I::fmadd(I::loadu(q[i] + b), lo, acc[i][r]);
+        acc[i][r] = I::fmadd(I::loadu(q[i] + Hp + b), hi, acc[i][r]);
+      }
+    }
+  }
+  const __m256 a = _mm256_set1_ps(alpha);
+  for (int i = 0; i < MB; ++i) {
+    V pad[8];
+    for (int r = 0; r < 8; ++r) pad[r] = r < R ? acc[i][r] : I::zero();
+    alignas(32) float tmp[8];
+    _mm256_store_ps(tmp, _mm256_mul_ps(I::reduce8(pad), a));
+    for (int r = 0; r < R; ++r) c[i][r] = tmp[r];
+  }
+}
+
+template <class I, class E, int MB>
+void qk_rows(size_t N, size_t H, size_t Hp, const float* const* q, const uint8_t* K, size_t ldk,
+             float alpha, float* const* c_rows) {
+  constexpr int R = I::keys_for_rows(MB);
+  float* c[MB];
+  size_t j = 0;
+  for (; j + R <= N; j += R) {
+    for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
+    if constexpr (std::is_same<E, S4>::value)
+      qk_tile_s4<I, MB, R>(H, Hp, q, K + j * ldk, ldk, alpha, c);
+    else
+      qk_tile<I, E, MB, R>(H, q, K + j * ldk, ldk, alpha, c);
+  }
+  for (; j < N; ++j) {
+    for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
+    if constexpr (std::is_same<E, S4>::value)
+      qk_tile_s4<I, MB, 1>(H, Hp, q, K + j * ldk, ldk, alpha, c);
+    else
+      qk_tile<I, E, MB, 1>(H, q, K + j * ldk, ldk, alpha, c);
+  }
+}
+
+template <class I, class E, int MB>
+void qk_rows_dispatch(int mb, size_t N, size_t H, size_t Hp, const float* const* q, const uint8_t* K,
+                      size_t ldk, float alpha, float* const* c) {
+  if constexpr (MB >= 1) {
+    if (mb == MB) return qk_rows<I, E, MB>(N, H, Hp, q, K, ldk, alpha, c);
+    qk_rows_dispatch<I, E, MB - 1>(mb, N, H, Hp, q, K, ldk, alpha, c);
+  }
+}
+
+template <class I, class E>
+void qk_direct(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk,
+               float alpha, float* C, size_t ldc) {
+  const uint8_t* base = static_cast<const uint8_t*>(K);
+  constexpr bool kS4 = std::is_same<E, S4>::value;
+  const size_t Hp = (H / 2 + I::W - 1) / I::W * I::W;
+  // s4 query split buffer: small rows live on the stack, bigger ones on the heap.
+  alignas(64) float stack_split[I::kMaxRows * 2 * 256];
+  std::vector<float> heap_split;
+  float* split = stack_split;
+  if (kS4 && Hp > 256) {
+    heap_split.resize(I::kMaxRows * 2 * Hp);
+    split = heap_split.data();
+  }
+  for (size_t i0 = 0; i0 < M; i0 += I::kMaxRows) {
+    const int mb = static_cast<int>(std::min<size_t>(I::kMaxRows, M - i0));
+    const float* q[I::kMaxRows];
+    float* c[I::kMaxRows];
+    for (int i = 0; i < mb; ++i) {
+      c[i] = C + (i0 + i) * ldc;
+      q[i] = Q + (i0 + i) * ldq;
+      if (kS4) {
+        float* s = split + i * 2 * Hp;
+        std::fill(s, s + 2 * Hp, 0.0f);
+        for (size_t k = 0; k < H / 2; ++k) {
+          s[k] = q[i][2 * k];
+          s[Hp + k] = q[i][2 * k + 1];
+        }
+        q[i] = s;
+      }
+    }
+    qk_rows_dispatch<I, E, I::kMaxRows>(mb, N, H, Hp, q, base, ldk, alpha, c);
+  }
+}
+
+// ---- QK packed: MR query rows x NV vectors of keys per register tile ----
+
+template <class I, int MR, int NV>
+inline void qk_packed_tile(size_t H, const float* Q, size_t ldq, const float* panel0, float alpha,
+                           float* C, size_t ldc, size_t keys) {
+  using V = typename I::V;
+  V acc[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = I::zero();
+  // Vector v covers keys [v*W, v*W+W): panel (v*W)/16, offset (v*W)%16 inside it.
+  const float* src[NV];
+  for (int v = 0; v < NV; ++v)
+    src[v] = panel0 + (v * I::W / kQkPanelKeys) * H * kQkPanelKeys + (v * I::W) % kQkPanelKeys;
+  for (size_t d = 0; d < H; ++d) {
+    V b[NV];
+    for (int v = 0; v < NV; ++v) b[v] = I::loadu(src[v] + d * kQkPanelKeys);
+    for (int i = 0; i < MR; ++i) {
+      const V a = I::set1(Q[i * ldq + d]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = I::fmadd(a, b[v], acc[i][v]);
+    }
+  }
+  const V al = I::set1(alpha);
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) {
+      const size_t first = v * I::W;
+      if (first >= keys) break;
+      I::storeu_n(C + i * ldc + first, I::mul(acc[i][v], al), std::min(I::W, keys - first));
+    }
+}
+
+template <class I, int MR>
+void qk_packed_rows(size_t N, size_t H, const float* Q, size_t ldq, const float* panels, float alpha,
+                    float* C, size_t ldc) {
+  constexpr size_t kBlockKeys = I::kPackedVecs * I::W;
+  size_t j = 0;
+  for (; j < N; j += kBlockKeys) {
+    const size_t keys = std::min(kBlockKeys, N - j);
+    const float* panel0 = panels + (j / kQkPanelKeys) * H * kQkPanelKeys;
+    // A block must not read a panel past the last one: fewer vectors when the tail is short.
+    if (keys > kBlockKeys - kQkPanelKeys || kBlockKeys == kQkPanelKeys)
+      qk_packed_tile<I, MR, I::kPackedVecs>(H, Q, ldq, panel0, alpha, C + j, ldc, keys);
+    else
+      qk_packed_tile<I, MR, kQkPanelKeys / I::W>(H, Q, ldq, panel0, alpha, C + j, ldc, keys);
+  }
+}
+
+template <class I, int MR>
+void qk_packed_dispatch(int mr, size_t N, size_t H, const float* Q, size_t ldq, const float* panels,
+                        float alpha, float* C, size_t ldc) {
+  if constexpr (MR >= 1) {
+    if (mr == MR) return qk_packed_rows<I, MR>(N, H, Q, ldq, panels, alpha, C, ldc);
+    qk_packed_dispatch<I, MR - 1>(mr, N, H, Q, ldq, panels, alpha, C, ldc);
+  }
+}
+
+template <class I>
+void qk_packed(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const float* panels,
+               float alpha, float* C, size_t ldc) {
+  for (size_t i0 = 0; i0 < M; i0 += I::kPackedRows) {
+    const int mr = static_cast<int>(std::min<size_t>(I::kPackedRows, M - i0));
+    qk_packed_dispatch<I, I::kPackedRows>(mr, N, H, Q + i0 * ldq, ldq, panels, alpha, C + i0 * ldc, ldc);
+  }
+}
+
+// ---- SV: O = beta*O + P*V, MB rows x CB vectors of columns per register tile ----
+
+template <class I, class E, int MB, int CB>
+inline void sv_tile(size_t N, const float* P, size_t ldp, const uint8_t* V, size_t ldv, size_t d0,
+                    float* O, size_t ldo, bool accumulate) {
+  using Vec = typename I::V;
+  Vec acc[MB][CB];
+  for (int i = 0; i < MB; ++i)
+    for (int c = 0; c < CB; ++c)
+      acc[i][c] = accumulate ? I::loadu(O + i * ldo + d0 + c * I::W) : I::zero();
+  for (size_t j = 0; j < N; ++j) {
+    const uint8_t* row = V + j * ldv;
+    Vec p[MB];
+    for (int i = 0; i < MB; ++i) p[i] = I::set1(P[i * ldp + j]);
+    for (int c = 0; c < CB; ++c) {
+      const Vec v = I::load(E{}, row, d0 + c * I::W);
+      for (int i = 0; i < MB; ++i) acc[i][c] = I::fmadd(p[i], v, acc[i][c]);
+    }
+  }
+  for (int i = 0; i < MB; ++i)
+    for (int c = 0; c < CB; ++c) I::storeu(O + i * ldo + d0 + c * I::W, acc[i][c]);
+}
+
+// An 8-column tail (AVX512 when H % 16 == 8).
+template <class I, class E, int MB>
+inline void sv_tile_half(size_t N, const float* P, size_t ldp, const uint8_t* V, size_t ldv, size_t d0,
+                         float* O, size_t ldo, bool accumulate) {
+  using Vec = typename I::V;
+  Vec acc[MB];
+  for (int i = 0; i < MB; ++i) acc[i] = accumulate ? I::loadu_half(O + i * ldo + d0) : I::zero();
+  for (size_t j = 0; j < N; ++j) {
+    const Vec v = I::load_half(E{}, V + j * ldv, d0);
+    for (int i = 0; i < MB; ++i) acc[i] = I::fmadd(I::set1(P[i * ldp + j]), v, acc[i]);
+  }
+  for (int i = 0; i < MB; ++i) I::storeu_n(O + i * ldo + d0, acc[i], 8);
+}
+
+// s4: CB byte-vectors (2*W columns each) with even/odd accumulators.
+template <class I, int MB, int CB>
+inline void sv_tile_s4(size_t N, const float* P, size_t ldp, const uint8_t* V, size_t ldv, size_t b0,
+                       size_t bytes, float* O, size_t ldo, bool accumulate) {
+  using Vec = typename I::V;
+  Vec ev[MB][CB], od[MB][CB];
+  for (int i = 0; i < MB; ++i)
+    for (int c = 0; c < CB; ++c) {
+      const size_t b = b0 + c * I::W;
+      const size_t n = b < bytes ? std::min(I::W, bytes - b) : 0;
+      if (accumulate && n)
+        I::deinterleave(O + i * ldo + 2 * b, 2 * n, ev[i][c], od[i][c]);
+      else
+        ev[i][c] = od[i][c] = I::zero();
+    }
+  for (size_t j = 0; j < N; ++j) {
+    const uint8_t* row = V + j * ldv;
+    Vec p[MB];
+    for (int i = 0; i < MB; ++i) p[i] = I::set1(P[i * ldp + j]);
+    for (int c = 0; c < CB; ++c) {
+      const size_t b = b0 + c * I::W;
+      const auto x = I::nib_bytes(row + b, std::min(I::W, bytes - b));
+      const Vec lo = I::nib_lo(x), hi = I::nib_hi(x);
+      for (int i = 0; i < MB; ++i) {
+        ev[i][c] = I::fmadd(p[i], lo, ev[i][c]);
+        od[i][c] = I::fmadd(p[i], hi, od[i][c]);
+      }
+    }
+  }
+  for (int i = 0; i < MB; ++i)
+    for (int c = 0; c < CB; ++c) {
+      const size_t b = b0 + c * I::W;
+      I::interleave_store(O + i * ldo + 2 * b, 2 * std::min(I::W, bytes - b), ev[i][c], od[i][c]);
+    }
+}
+
+template <class I, class E, int MB>
+void sv_rows(size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv, float* O,
+             size_t ldo, bool accumulate) {
+  constexpr int CB = I::sv_vecs_for_rows(MB);
+  if constexpr (std::is_same<E, S4>::value) {
+    const size_t bytes = H / 2;
+    size_t b = 0;
+    constexpr int CB4 = CB / 2 > 0 ? CB / 2 : 1;
+    for (; b + CB4 * I::W <= bytes; b += CB4 * I::W)
+      sv_tile_s4<I, MB, CB4>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate);
+    for (; b < bytes; b += I::W) sv_tile_s4<I, MB, 1>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate);
+  } else {
+    size_t d = 0;
+    for (; d + CB * I::W <= H; d += CB * I::W)
+      sv_tile<I, E, MB, CB>(N, P, ldp, V, ldv, d, O, ldo, accumulate);
+    for (; d + I::W <= H; d += I::W) sv_tile<I, E, MB, 1>(N, P, ldp, V, ldv, d, O, ldo, accumulate);
+    if (d < H) sv_tile_half<I, E, MB>(N, P, ldp, V, ldv, d, O, ldo, accumulate);
+  }
+}
+
+template <class I, class E, int MB>
+void sv_rows_dispatch(int mb, size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V,
+                      size_t ldv, float* O, size_t ldo, bool accumulate) {
+  if constexpr (MB >= 1) {
+    if (mb == MB) return sv_rows<I, E, MB>(N, H, P, ldp, V, ldv, O, ldo, accumulate);
+    sv_rows_dispatch<I, E, MB - 1>(mb, N, H, P, ldp, V, ldv, O, ldo, accumulate);
+  }
+}
+
+template <class I, class E>
+void sv_gemm_x86(size_t M, size_t N, size_t H, const float* P, size_t ldp, const void* V, size_t ldv,
+                 float* O, size_t ldo, bool accumulate) {
+  for (size_t i0 = 0; i0 < M; i0 += I::kSvRows) {
+    const int mb = static_cast<int>(std::min<size_t>(I::kSvRows, M - i0));
+    sv_rows_dispatch<I, E, I::kSvRows>(mb, N, H, P + i0 * ldp, ldp, static_cast<const uint8_t*>(V), ldv,
+                                       O + i0 * ldo, ldo, accumulate);
+  }
+}
+
+}  // namespace
+}  // namespace attnkit

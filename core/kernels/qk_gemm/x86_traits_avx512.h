@@ -1,0 +1,110 @@
+// attnkit: AVX512 traits for x86_gemm_impl.h (16 floats per vector); included only by files compiled
+// with the avx512 flags. Register budgets (32 zmm) pick the tile sizes below.
+#pragma once
+#include "qk_gemm/x86_common.h"
+
+namespace attnkit {
+namespace {
+
+struct Avx512 {
+  using V = __m512;
+  using Vi = __m512i;
+  static constexpr size_t W = 16;
+  // Direct QK: up to 8 query rows share each K row; keys per tile keep accumulators + q <= ~28.
+  static constexpr int kMaxRows = 8;
+  static constexpr int keys_for_rows(int mb) {
+    return mb == 1 ? 8 : mb == 2 ? 8 : mb == 3 ? 6 : mb == 4 ? 5 : mb <= 6 ? 3 : 2;
+  }
+  // Packed QK: 12 rows x 32 keys (24 accumulators, 2 panel loads + 12 broadcasts per step).
+  static constexpr int kPackedRows = 12;
+  static constexpr int kPackedVecs = 2;
+  // SV: rows x column vectors, at least 8 independent accumulators to hide FMA latency.
+  static constexpr int kSvRows = 4;
+  static constexpr int sv_vecs_for_rows(int mb) { return mb == 1 ? 8 : 4; }
+
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V loadu(const float* p) { return _mm512_loadu_ps(p); }
+  static V loadu_half(const float* p) { return _mm512_maskz_loadu_ps(0xff, p); }
+  static void storeu(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static void storeu_n(float* p, V v, size_t n) {
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v);
+  }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+
+  static V load(F32, const uint8_t* row, size_t d) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + d);
+  }
+  static V load(F16, const uint8_t* row, size_t d) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * d)));
+  }
+  static V load(BF16, const uint8_t* row, size_t d) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * d));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static V load(S8, const uint8_t* row, size_t d) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + d));
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+  }
+  // 8 elements in the low half, zeros above.
+  template <class E>
+  static V load_half(E e, const uint8_t* row, size_t d) {
+    return _mm512_castsi512_ps(
+        _mm512_zextsi256_si512(_mm256_castps_si256(load8(e, row, d))));
+  }
+
+  static Vi nib_bytes(const uint8_t* p, size_t n) {
+    const __m128i b = n == W ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))
+                             : _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << n) - 1), p);
+    return _mm512_cvtepu8_epi32(b);
+  }
+  // nibble - 8 as float: cvt(n) - 8 is exact either way; subtracting in int keeps one rounding-free op.
+  static V nib_lo(Vi x) {
+    const Vi v = _mm512_sub_epi32(_mm512_and_si512(x, _mm512_set1_epi32(15)), _mm512_set1_epi32(8));
+    return _mm512_cvtepi32_ps(v);
+  }
+  static V nib_hi(Vi x) {
+    return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(x, 4), _mm512_set1_epi32(8)));
+  }
+  static void deinterleave(const float* p, size_t n, V& ev, V& od) {
+    const V a = n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
+    const V b = n >= 32 ? _mm512_loadu_ps(p + 16)
+                        : (n > 16 ? _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << (n - 16)) - 1), p + 16)
+                                  : _mm512_setzero_ps());
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    ev = _mm512_permutex2var_ps(a, ie, b);
+    od = _mm512_permutex2var_ps(a, io, b);
+  }
+  static void interleave_store(float* p, size_t n, V ev, V od) {
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const V a = _mm512_permutex2var_ps(ev, lo, od), b = _mm512_permutex2var_ps(ev, hi, od);
+    if (n >= 16) _mm512_storeu_ps(p, a); else storeu_n(p, a, n);
+    if (n >= 32) _mm512_storeu_ps(p + 16, b); else if (n > 16) storeu_n(p + 16, b, n - 16);
+  }
+
+  // Sums of 8 vectors as one __m256 (lane r = sum of v[r]) through a shuffle tree.
+  static __m256 reduce8(const V v[8]) {
+    V t[4];
+    for (int k = 0; k < 4; ++k) {
+      const V lo = _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0));
+      const V hi = _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2));
+      t[k] = _mm512_add_ps(lo, hi);
+    }
+    V u[2];
+    for (int k = 0; k < 2; ++k) {
+      const V lo = _mm512_shuffle_f32x4(t[2 * k], t[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0));
+      const V hi = _mm512_shuffle_f32x4(t[2 * k], t[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1));
+      u[k] = _mm512_add_ps(lo, hi);
+    }
+    const V s = _mm512_add_ps(_mm512_unpacklo_ps(u[0], u[1]), _mm512_unpackhi_ps(u[0], u[1]));
+    const V s2 = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_castps512_ps256(_mm512_permutexvar_ps(idx, s2));
+  }
+};
+
+}  // namespace
+}  // namespace attnkit

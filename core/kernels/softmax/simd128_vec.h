@@ -1,0 +1,220 @@
+// attnkit: 4-lane float-vector traits (Vec128) for the NEON and wasm128 kernel files, through SIMDe
+// (native intrinsics on aarch64 / under emcc, emulation on x86). The including file defines
+// ATTNKIT_VEC128_NEON or ATTNKIT_VEC128_WASM first. Also the cache-row loaders (8 elements as two
+// vectors, exact conversions) used by the 4-wide QK/SV loops.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(ATTNKIT_VEC128_NEON)
+#include <simde/arm/neon.h>
+#elif defined(ATTNKIT_VEC128_WASM)
+#include <simde/wasm/simd128.h>
+#else
+#error "define ATTNKIT_VEC128_NEON or ATTNKIT_VEC128_WASM before including simd128_vec.h"
+#endif
+
+#include "qk_gemm/cache_elem.h"
+
+namespace attnkit {
+namespace {
+
+using cache_elem::BF16;
+using cache_elem::F16;
+using cache_elem::F32;
+using cache_elem::S4;
+using cache_elem::S8;
+
+#if defined(ATTNKIT_VEC128_NEON)
+struct Vec128 {
+  using V = simde_float32x4_t;
+  using Vi = simde_int32x4_t;
+  using M = simde_uint32x4_t;
+  static constexpr size_t W = 4;
+  static V load(const float* p) { return simde_vld1q_f32(p); }
+  static void store(float* p, V v) { simde_vst1q_f32(p, v); }
+  static V set1(float x) { return simde_vdupq_n_f32(x); }
+  static V zero() { return simde_vdupq_n_f32(0.0f); }
+  static V add(V a, V b) { return simde_vaddq_f32(a, b); }
+  static V sub(V a, V b) { return simde_vsubq_f32(a, b); }
+  static V mul(V a, V b) { return simde_vmulq_f32(a, b); }
+  // SIMDe 0.7.4 has no vdivq_f32: native on aarch64, IEEE lane divides (same bits) elsewhere.
+  static V div(V a, V b) {
+#if defined(__aarch64__)
+    return vdivq_f32(a, b);
+#else
+    float x[4], y[4];
+    simde_vst1q_f32(x, a);
+    simde_vst1q_f32(y, b);
+    for (int i = 0; i < 4; ++i) x[i] /= y[i];
+    return simde_vld1q_f32(x);
+#endif
+  }
+  static V max(V a, V b) { return simde_vmaxq_f32(a, b); }
+  static V min(V a, V b) { return simde_vminq_f32(a, b); }
+  static V mac(V a, V b, V acc) { return simde_vfmaq_f32(acc, a, b); }
+  static V round_even(V a) { return simde_vrndnq_f32(a); }
+  static M ge(V a, V b) { return simde_vcgeq_f32(a, b); }
+  static M lt(V a, V b) { return simde_vcltq_f32(a, b); }
+  static M is_nan(V a) { return simde_vmvnq_u32(simde_vceqq_f32(a, a)); }
+  static V select(M m, V a, V b) { return simde_vbslq_f32(m, a, b); }
+  static V zero_unless(M m, V a) {
+    return simde_vreinterpretq_f32_u32(simde_vandq_u32(m, simde_vreinterpretq_u32_f32(a)));
+  }
+  static V abs(V a) { return simde_vabsq_f32(a); }
+  static V copy_sign_of(V mag, V sgn) {
+    const simde_uint32x4_t s = simde_vandq_u32(simde_vreinterpretq_u32_f32(sgn), simde_vdupq_n_u32(0x80000000u));
+    return simde_vreinterpretq_f32_u32(simde_vorrq_u32(simde_vreinterpretq_u32_f32(mag), s));
+  }
+  static Vi to_int_exact(V integral) { return simde_vcvtq_s32_f32(integral); }
+  static V pow2_of_int_valued(V n) {
+    const Vi e = simde_vshlq_n_s32(simde_vaddq_s32(simde_vcvtq_s32_f32(n), simde_vdupq_n_s32(127)), 23);
+    return simde_vreinterpretq_f32_s32(e);
+  }
+  static float hmax(V v) { return simde_vmaxvq_f32(v); }
+  static float hsum(V v) { return simde_vaddvq_f32(v); }
+  static V from_int(Vi v) { return simde_vcvtq_f32_s32(v); }
+  static V bits(Vi v) { return simde_vreinterpretq_f32_s32(v); }
+
+  // 8 cache elements [d, d+8) as lo (first 4) and hi.
+  static void load8(F32, const uint8_t* row, size_t d, V& lo, V& hi) {
+    const float* p = reinterpret_cast<const float*>(row) + d;
+    lo = simde_vld1q_f32(p);
+    hi = simde_vld1q_f32(p + 4);
+  }
+  static void load8(BF16, const uint8_t* row, size_t d, V& lo, V& hi) {
+    uint16_t h[8];
+    std::memcpy(h, row + 2 * d, 16);
+    const simde_uint16x8_t v = simde_vld1q_u16(h);
+    lo = simde_vreinterpretq_f32_u32(simde_vshll_n_u16(simde_vget_low_u16(v), 16));
+    hi = simde_vreinterpretq_f32_u32(simde_vshll_n_u16(simde_vget_high_u16(v), 16));
+  }
+  // f16 -> f32 exactly: (h & 0x7fff) << 13 times 2^112 covers normals and subnormals; exponent 31
+  // (inf / NaN) keeps its payload with an all-ones fp32 exponent, as common/half.h does.
+  static V f16x4(simde_uint16x4_t h) {
+    const simde_uint32x4_t w = simde_vmovl_u16(h);
+    const simde_uint32x4_t mag = simde_vshlq_n_u32(simde_vandq_u32(w, simde_vdupq_n_u32(0x7fff)), 13);
+    const V scaled = simde_vmulq_f32(simde_vreinterpretq_f32_u32(mag), simde_vdupq_n_f32(0x1p112f));
+    const simde_uint32x4_t special = simde_vceqq_u32(simde_vandq_u32(w, simde_vdupq_n_u32(0x7c00)), simde_vdupq_n_u32(0x7c00));
+    const simde_uint32x4_t infnan = simde_vorrq_u32(mag, simde_vdupq_n_u32(0x7f800000));
+    const simde_uint32x4_t body = simde_vbslq_u32(special, infnan, simde_vreinterpretq_u32_f32(scaled));
+    const simde_uint32x4_t sign = simde_vshlq_n_u32(simde_vandq_u32(w, simde_vdupq_n_u32(0x8000)), 16);
+    return simde_vreinterpretq_f32_u32(simde_vorrq_u32(body, sign));
+  }
+  static void load8(F16, const uint8_t* row, size_t d, V& lo, V& hi) {
+    uint16_t h[8];
+    std::memcpy(h, row + 2 * d, 16);
+    const simde_uint16x8_t v = simde_vld1q_u16(h);
+    lo = f16x4(simde_vget_low_u16(v));
+    hi = f16x4(simde_vget_high_u16(v));
+  }
+  static void widen8(simde_int8x8_t b, V& lo, V& hi) {
+    const simde_int16x8_t w = simde_vmovl_s8(b);
+    lo = simde_vcvtq_f32_s32(simde_vmovl_s16(simde_vget_low_s16(w)));
+    hi = simde_vcvtq_f32_s32(simde_vmovl_s16(simde_vget_high_s16(w)));
+  }
+  static void load8(S8, const uint8_t* row, size_t d, V& lo, V& hi) {
+    int8_t b[8];
+    std::memcpy(b, row + d, 8);
+    widen8(simde_vld1_s8(b), lo, hi);
+  }
+  static void load8(S4, const uint8_t* row, size_t d, V& lo, V& hi) {
+    uint8_t b[8] = {0};
+    std::memcpy(b, row + d / 2, 4);
+    const simde_uint8x8_t v = simde_vld1_u8(b);
+    const simde_uint8x8_t l = simde_vand_u8(v, simde_vdup_n_u8(0x0f)), h = simde_vshr_n_u8(v, 4);
+    const simde_uint8x8_t z = simde_vzip_u8(l, h).val[0];
+    widen8(simde_vsub_s8(simde_vreinterpret_s8_u8(z), simde_vdup_n_s8(8)), lo, hi);
+  }
+};
+#else
+struct Vec128 {
+  using V = simde_v128_t;
+  using Vi = simde_v128_t;
+  using M = simde_v128_t;
+  static constexpr size_t W = 4;
+  static V load(const float* p) { return simde_wasm_v128_load(p); }
+  static void store(float* p, V v) { simde_wasm_v128_store(p, v); }
+  static V set1(float x) { return simde_wasm_f32x4_splat(x); }
+  static V zero() { return simde_wasm_f32x4_splat(0.0f); }
+  static V add(V a, V b) { return simde_wasm_f32x4_add(a, b); }
+  static V sub(V a, V b) { return simde_wasm_f32x4_sub(a, b); }
+  static V mul(V a, V b) { return simde_wasm_f32x4_mul(a, b); }
+  static V div(V a, V b) { return simde_wasm_f32x4_div(a, b); }
+  static V max(V a, V b) { return simde_wasm_f32x4_pmax(a, b); }
+  static V min(V a, V b) { return simde_wasm_f32x4_pmin(a, b); }
+  static V mac(V a, V b, V acc) { return simde_wasm_f32x4_add(acc, simde_wasm_f32x4_mul(a, b)); }
+  static V round_even(V a) { return simde_wasm_f32x4_nearest(a); }
+  static M ge(V a, V b) { return simde_wasm_f32x4_ge(a, b); }
+  static M lt(V a, V b) { return simde_wasm_f32x4_lt(a, b); }
+  static M is_nan(V a) { return simde_wasm_f32x4_ne(a, a); }
+  static V select(M m, V a, V b) { return simde_wasm_v128_bitselect(a, b, m); }
+  static V zero_unless(M m, V a) { return simde_wasm_v128_and(m, a); }
+  static V abs(V a) { return simde_wasm_f32x4_abs(a); }
+  static V copy_sign_of(V mag, V sgn) {
+    return simde_wasm_v128_or(mag, simde_wasm_v128_and(sgn, simde_wasm_i32x4_splat(INT32_MIN)));
+  }
+  static Vi to_int_exact(V integral) { return simde_wasm_i32x4_trunc_sat_f32x4(integral); }
+  static V pow2_of_int_valued(V n) {
+    return simde_wasm_i32x4_shl(simde_wasm_i32x4_add(simde_wasm_i32x4_trunc_sat_f32x4(n), simde_wasm_i32x4_splat(127)), 23);
+  }
+  static float hmax(V v) {
+    float l[4];
+    store(l, v);
+    float m = l[0];
+    for (int i = 1; i < 4; ++i) m = l[i] > m ? l[i] : m;
+    return m;
+  }
+  static float hsum(V v) {
+    float l[4];
+    store(l, v);
+    return (l[0] + l[1]) + (l[2] + l[3]);
+  }
+  static V from_int(Vi v) { return simde_wasm_f32x4_convert_i32x4(v); }
+
+  static void load8(F32, const uint8_t* row, size_t d, V& lo, V& hi) {
+    const float* p = reinterpret_cast<const float*>(row) + d;
+    lo = simde_wasm_v128_load(p);
+    hi = simde_wasm_v128_load(p + 4);
+  }
+  static void load8(BF16, const uint8_t* row, size_t d, V& lo, V& hi) {
+    const V v = simde_wasm_v128_load(row + 2 * d);
+    lo = simde_wasm_i32x4_shl(simde_wasm_u32x4_extend_low_u16x8(v), 16);
+    hi = simde_wasm_i32x4_shl(simde_wasm_u32x4_extend_high_u16x8(v), 16);
+  }
+  // Same exact f16 rule as the NEON traits (see there).
+  static V f16x4(V w) {
+    const V mag = simde_wasm_i32x4_shl(simde_wasm_v128_and(w, simde_wasm_i32x4_splat(0x7fff)), 13);
+    const V scaled = simde_wasm_f32x4_mul(mag, simde_wasm_f32x4_splat(0x1p112f));
+    const V special = simde_wasm_i32x4_eq(simde_wasm_v128_and(w, simde_wasm_i32x4_splat(0x7c00)), simde_wasm_i32x4_splat(0x7c00));
+    const V infnan = simde_wasm_v128_or(mag, simde_wasm_i32x4_splat(0x7f800000));
+    const V body = simde_wasm_v128_bitselect(infnan, scaled, special);
+    const V sign = simde_wasm_i32x4_shl(simde_wasm_v128_and(w, simde_wasm_i32x4_splat(0x8000)), 16);
+    return simde_wasm_v128_or(body, sign);
+  }
+  static void load8(F16, const uint8_t* row, size_t d, V& lo, V& hi) {
+    const V v = simde_wasm_v128_load(row + 2 * d);
+    lo = f16x4(simde_wasm_u32x4_extend_low_u16x8(v));
+    hi = f16x4(simde_wasm_u32x4_extend_high_u16x8(v));
+  }
+  static void widen8(V b, V& lo, V& hi) {
+    const V w = simde_wasm_i16x8_extend_low_i8x16(b);
+    lo = simde_wasm_f32x4_convert_i32x4(simde_wasm_i32x4_extend_low_i16x8(w));
+    hi = simde_wasm_f32x4_convert_i32x4(simde_wasm_i32x4_extend_high_i16x8(w));
+  }
+  static void load8(S8, const uint8_t* row, size_t d, V& lo, V& hi) {
+    widen8(simde_wasm_v128_load64_zero(row + d), lo, hi);
+  }
+  static void load8(S4, const uint8_t* row, size_t d, V& lo, V& hi) {
+    const V v = simde_wasm_v128_load32_zero(row + d / 2);
+    const V l = simde_wasm_v128_and(v, simde_wasm_i8x16_splat(0x0f));
+    const V h = simde_wasm_u8x16_shr(v, 4);
+    const V z = simde_wasm_i8x16_shuffle(l, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    widen8(simde_wasm_i8x16_sub(z, simde_wasm_i8x16_splat(8)), lo, hi);
+  }
+};
+#endif
+
+}  // namespace
+}  // namespace attnkit
