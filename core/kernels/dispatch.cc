@@ -27,6 +27,22 @@ ATTNKIT_DECLARE_ALL(avx2)
 ATTNKIT_DECLARE_ALL(avx512)
 ATTNKIT_DECLARE_ALL(neon)
 ATTNKIT_DECLARE_ALL(wasm128)
+// QAttention's projection family has its own ISA files: avx512 uses the VNNI file when the CPU has
+// VNNI (else the AVX2 one), and avx2 uses AVX-VNNI where the CPU reports it.
+extern const GemmU8X8Kernels kGemmU8X8_scalar;
+#if defined(ATTNKIT_HAVE_GEMM_U8X8_AVX2)
+extern const GemmU8X8Kernels kGemmU8X8_avx2;
+extern const GemmU8X8Kernels kGemmU8X8_avxvnni;
+#endif
+#if defined(ATTNKIT_HAVE_GEMM_U8X8_AVX512VNNI)
+extern const GemmU8X8Kernels kGemmU8X8_avx512vnni;
+#endif
+#if defined(ATTNKIT_HAVE_GEMM_U8X8_NEON)
+extern const GemmU8X8Kernels kGemmU8X8_neon;
+#endif
+#if defined(ATTNKIT_HAVE_GEMM_U8X8_WASM128)
+extern const GemmU8X8Kernels kGemmU8X8_wasm128;
+#endif
 #if defined(ATTNKIT_HAVE_QK_GEMM_AVX512VNNI)
 void qk_gemm_s8_approx_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq,
                                   const void* K, size_t ldk, float alpha, float* C, size_t ldc);
@@ -117,6 +133,7 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
   t->kv = kKvQuant_scalar;
   t->softmax = kSoftmax_scalar;
   t->rotary = kRotary_scalar;
+  t->gemm_u8x8 = kGemmU8X8_scalar;
   t->isa = "scalar";
 #define ATTNKIT_FILL(isa_token, FAM_QK, FAM_SV, FAM_KV, FAM_SM, FAM_RO) \
   if (isa == #isa_token) {                                               \
@@ -236,6 +253,20 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
 #if defined(ATTNKIT_HAVE_QK_GEMM_AVX512VNNI)
   // The approximate VNNI QK is opt-in (it quantizes the query); attach it only where the CPU has VNNI.
   if (isa == "avx512" && cpu().avx512vnni) t->qk.s8_approx_vnni = qk_gemm_s8_approx_avx512vnni;
+#endif
+#if defined(ATTNKIT_HAVE_GEMM_U8X8_AVX2)
+  if (isa == "avx2" || isa == "avx512") {
+    t->gemm_u8x8 = __builtin_cpu_supports("avxvnni") ? kGemmU8X8_avxvnni : kGemmU8X8_avx2;
+  }
+#endif
+#if defined(ATTNKIT_HAVE_GEMM_U8X8_AVX512VNNI)
+  if (isa == "avx512" && cpu().avx512vnni) t->gemm_u8x8 = kGemmU8X8_avx512vnni;
+#endif
+#if defined(ATTNKIT_HAVE_GEMM_U8X8_NEON)
+  if (isa == "neon") t->gemm_u8x8 = kGemmU8X8_neon;
+#endif
+#if defined(ATTNKIT_HAVE_GEMM_U8X8_WASM128)
+  if (isa == "wasm128") t->gemm_u8x8 = kGemmU8X8_wasm128;
 #endif
   return t;
 }

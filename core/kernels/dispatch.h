@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm_u8x8/gemm_u8x8.h"
 #include "kv_quant/kv_quant.h"
 #include "qk_gemm/qk_gemm.h"
 #include "rotary/rotary.h"
@@ -20,6 +21,7 @@ struct KernelTable {
   KvQuantKernels kv;
   SoftmaxKernels softmax;
   RotaryKernels rotary;
+  GemmU8X8Kernels gemm_u8x8;  // QAttention projection (u8 x s8/u8 -> s32)
 };
 
 // The table in use: ATTNKIT_ISA if set (must be available), else the best the CPU runs.

@@ -1,0 +1,115 @@
+// attnkit benches: QAttention end to end for the shapes — B=1, D=768, N=12, u8 x s8 per-column —
+// prefill S in {128, 512} and a decode step S=1 with P=511, at 1 and 2 threads; plus the projection kernel
+// alone per variant (GOP/s), to see how much of the op is the int8 GEMM. ORT is timed by
+// bench/js/qattention_ort.mjs in the same run.
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attnkit/qattention.h"
+#include "qattention/gemm_variants.h"
+
+namespace attnkit {
+namespace {
+
+struct QaBenchProblem {
+  std::vector<uint8_t> x, w, wzp;
+  std::vector<float> bias, xs, ws, past;
+  TensorView vx, vw, vbias, vxs, vws, vwzp, vpast;
+  QAttentionInputs in;
+  QAttentionAttributes attrs;
+  bool with_past = false;
+
+  QaBenchProblem(int64_t S, int64_t P) {
+    const int64_t B = 1, D = 768, N = 12, H = 64, C = 3 * D;
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    x.resize(B * S * D);
+    for (auto& v : x) v = uint8_t(rng());
+    w.resize(D * C);
+    for (auto& v : w) v = uint8_t(rng());
+    wzp.resize(C);
+    for (auto& v : wzp) v = uint8_t(int8_t(int(rng() % 41) - 20));
+    bias.resize(C);
+    for (auto& v : bias) v = 0.5f * u(rng);
+    xs = {1.0f / 128};
+    ws.resize(C);
+    for (auto& v : ws) v = (1.0f + 0.5f * u(rng)) / (74.0f * 27.7f);
+    vx = {DType::kUInt8, {B, S, D}, x.data()};
+    vw = {DType::kInt8, {D, C}, w.data()};
+    vbias = {DType::kFloat32, {C}, bias.data()};
+    vxs = {DType::kFloat32, {}, xs.data()};
+    vws = {DType::kFloat32, {C}, ws.data()};
+    vwzp = {DType::kInt8, {C}, wzp.data()};
+    in.input = &vx;
+    in.weight = &vw;
+    in.bias = &vbias;
+    in.input_scale = &vxs;
+    in.weight_scale = &vws;
+    in.weight_zero_point = &vwzp;
+    if (P > 0) {
+      past.resize(2 * B * N * P * H);
+      for (auto& v : past) v = u(rng);
+      vpast = {DType::kFloat32, {2, B, N, P, H}, past.data()};
+      in.past = &vpast;
+      with_past = true;
+    }
+    attrs.num_heads = N;
+  }
+};
+
+// args: S, P, threads
+void BM_QAttention(benchmark::State& state) {
+  QaBenchProblem p(state.range(0), state.range(1));
+  RunOptions opts;
+  opts.threads = static_cast<int>(state.range(2));
+  QAttentionOutputs out;
+  for (auto _ : state) {
+    Status st = q_attention(p.in, p.attrs, QAttentionRequest{p.with_past}, &out, opts);
+    if (!st.ok()) state.SkipWithError(st.message().c_str());
+    benchmark::DoNotOptimize(out.output.storage.data());
+  }
+  const double macs = double(state.range(0)) * 768 * 2304;
+  state.counters["proj_GOPs"] = benchmark::Counter(2 * macs, benchmark::Counter::kIsIterationInvariantRate,
+                                                   benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_QAttention)
+    ->ArgNames({"S", "P", "threads"})
+    ->Args({128, 0, 1})->Args({128, 0, 2})
+    ->Args({512, 0, 1})->Args({512, 0, 2})
+    ->Args({1, 511, 1})->Args({1, 511, 2})
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// The projection alone: (S x 768) x (768 x 2304), every variant this host runs. arg: variant index, S.
+void BM_GemmU8X8(benchmark::State& state) {
+  const auto variants = gemm_u8x8_variants();
+  const size_t vi = static_cast<size_t>(state.range(0));
+  if (vi >= variants.size()) {
+    state.SkipWithError("variant not available here");
+    return;
+  }
+  const GemmU8X8Kernels& k = variants[vi];
+  state.SetLabel(k.variant);
+  const size_t M = static_cast<size_t>(state.range(1)), K = 768, N = 2304;
+  std::mt19937 rng(3);
+  std::vector<uint8_t> a(M * K), b(K * N);
+  for (auto& v : a) v = uint8_t(rng());
+  for (auto& v : b) v = uint8_t(rng());
+  std::vector<int32_t> zp(N, 3), c(M * N);
+  std::vector<uint8_t> ws(k.workspace_bytes(M, 64, K));
+  for (auto _ : state) {
+    // Column blocks of 64, as the driver splits them.
+    for (size_t n0 = 0; n0 < N; n0 += 64)
+      k.gemm(M, 64, K, a.data(), K, 128, b.data() + n0, N, true, zp.data() + n0, c.data() + n0, N, ws.data());
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GOPs"] = benchmark::Counter(2.0 * M * K * N, benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_GemmU8X8)->ArgNames({"variant", "S"})->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {128}})
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace attnkit

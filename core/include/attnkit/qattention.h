@@ -1,0 +1,49 @@
+// attnkit: com.microsoft.QAttention, the C++ API.
+// Inputs, attributes and outputs carry ORT's names and layouts (spec/ort-semantics.md §4): uint8
+// activations, int8/uint8 weight, float32 everything else; results match ORT 1.30's CPU EP.
+#pragma once
+#include <cstddef>
+
+#include "attnkit/run_options.h"
+#include "attnkit/status.h"
+#include "attnkit/tensor.h"
+
+namespace attnkit {
+
+struct QAttentionAttributes {
+  int64_t num_heads = 0;                  // required, > 0, divides hidden_size
+  int64_t unidirectional = 0;             // 1: causal (only when the query has more than one token)
+  int64_t do_rotary = 0;                  // only 0: no reference definition of the rotation exists
+  int64_t past_present_share_buffer = 0;  // only 0: past and present are always distinct tensors
+  float mask_filter_value = -10000.0f;    // added to the score of a masked key
+  float scale = 0.0f;                     // 0: 1/sqrt(head_size)
+};
+
+// Absent optional inputs are nullptr. The views must stay valid for the call.
+struct QAttentionInputs {
+  const TensorView* input = nullptr;              // (B, S, D_i) uint8
+  const TensorView* weight = nullptr;             // (D_i, 3D) int8 | uint8
+  const TensorView* bias = nullptr;               // (3D) float32
+  const TensorView* input_scale = nullptr;        // scalar or [1] float32
+  const TensorView* weight_scale = nullptr;       // scalar, [1] or (3D) float32
+  const TensorView* mask_index = nullptr;         // int32: (B), (2B), (B, T), (B, S, T), (B, 1) / (1, 1) ignored
+  const TensorView* input_zero_point = nullptr;   // scalar or [1] uint8
+  const TensorView* weight_zero_point = nullptr;  // scalar, [1] or (3D), weight dtype
+  const TensorView* past = nullptr;               // (2, B, N, P, H) float32
+};
+
+// Which optional outputs to produce. `output` is always produced; present is required with past.
+struct QAttentionRequest {
+  bool present = false;
+};
+
+struct QAttentionOutputs {
+  Tensor output;   // (B, S, D) float32
+  Tensor present;  // (2, B, N, P + S, H) float32, keys first
+};
+
+Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
+                   const QAttentionRequest& request, QAttentionOutputs* outputs,
+                   const RunOptions& options = RunOptions());
+
+}  // namespace attnkit

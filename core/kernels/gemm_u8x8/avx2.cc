@@ -1,0 +1,81 @@
+// attnkit gemm_u8x8, AVX2 (+ AVX-VNNI where the CPU has it).
+// AVX2 has no exact u8 x s8 product: maddubs saturates its int16 pair sums (255*-128*2 < -32768), so
+// this path widens both operands to int16 (zero points already subtracted) and uses madd_epi16, whose
+// int32 pair sums are exact. AVX-VNNI (vpdpbusd on ymm) multiplies u8 x s8 into int32 directly.
+#include <immintrin.h>
+
+#include "gemm_u8x8/gemm_u8x8_impl.h"
+
+namespace attnkit {
+namespace {
+
+constexpr size_t kMr = 4, kNr = 16;
+
+// tile[r][c] = sum over k pairs of (a_r pair) . (b_c pair); strip is [K/2][16][2] int16.
+void micro_madd16(const int16_t* const rows[kMr], size_t kgroups, const int16_t* strip, int32_t* tile) {
+  __m256i acc[kMr][2];
+  for (size_t r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  for (size_t g = 0; g < kgroups; ++g) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(strip + g * 32));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(strip + g * 32 + 16));
+    for (size_t r = 0; r < kMr; ++r) {
+      int32_t pair;
+      std::memcpy(&pair, rows[r] + 2 * g, sizeof(pair));
+      const __m256i a = _mm256_set1_epi32(pair);
+      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(a, b0));
+      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(a, b1));
+    }
+  }
+  for (size_t r = 0; r < kMr; ++r) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + r * kNr), acc[r][0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + r * kNr + 8), acc[r][1]);
+  }
+}
+
+void gemm_u8x8_avx2(size_t M, size_t N, size_t K, const uint8_t* A, size_t lda, int32_t a_zp,
+                    const void* B, size_t ldb, bool b_signed, const int32_t* b_zp, int32_t* C,
+                    size_t ldc, void* workspace) {
+  gemm_i16<kMr, kNr, 2>(M, N, K, A, lda, a_zp, B, ldb, b_signed, b_zp, C, ldc, workspace, micro_madd16);
+}
+
+size_t workspace_avx2(size_t M, size_t N, size_t K) { return workspace_i16(M, K, kNr, 2); }
+
+// AVX-VNNI: strip is [K/4][16][4] int8; 4 rows x 16 columns in 8 ymm accumulators. The VEX-encoded
+// intrinsic keeps this runnable on AVX-VNNI CPUs without AVX512.
+__attribute__((target("avx2,avxvnni"))) void micro_avxvnni(const uint8_t* const rows[kMr],
+                                                            size_t kgroups, const int8_t* strip,
+                                                            int32_t* tile) {
+  __m256i acc[kMr][2];
+  for (size_t r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  for (size_t g = 0; g < kgroups; ++g) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(strip + g * 64));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(strip + g * 64 + 32));
+    for (size_t r = 0; r < kMr; ++r) {
+      int32_t quad;
+      std::memcpy(&quad, rows[r] + 4 * g, sizeof(quad));
+      const __m256i a = _mm256_set1_epi32(quad);
+      acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], a, b0);
+      acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], a, b1);
+    }
+  }
+  for (size_t r = 0; r < kMr; ++r) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + r * kNr), acc[r][0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + r * kNr + 8), acc[r][1]);
+  }
+}
+
+void gemm_u8x8_avxvnni(size_t M, size_t N, size_t K, const uint8_t* A, size_t lda, int32_t a_zp,
+                       const void* B, size_t ldb, bool b_signed, const int32_t* b_zp, int32_t* C,
+                       size_t ldc, void* workspace) {
+  gemm_dot4<kMr, kNr, false>(M, N, K, A, lda, a_zp, B, ldb, b_signed, b_zp, C, ldc, workspace, micro_avxvnni);
+}
+
+size_t workspace_avxvnni(size_t M, size_t N, size_t K) { return workspace_dot4(M, K, kNr); }
+
+}  // namespace
+
+extern const GemmU8X8Kernels kGemmU8X8_avx2 = {gemm_u8x8_avx2, workspace_avx2, "avx2-madd16"};
+// Only for CPUs reporting AVX-VNNI (dispatch checks); see micro_avxvnni.
+extern const GemmU8X8Kernels kGemmU8X8_avxvnni = {gemm_u8x8_avxvnni, workspace_avxvnni, "avx-vnni"};
+
+}  // namespace attnkit

@@ -1,0 +1,28 @@
+// attnkit: QAttention shape inference and peak scratch memory (attnkit/schema.h). Both validate first and
+// size from the same QAttentionLayout the driver allocates with, so they cannot drift from the op.
+#include "attnkit/schema.h"
+#include "common/thread_pool.h"
+#include "dispatch.h"
+#include "qattention/problem.h"
+#include "qattention/scratch.h"
+
+namespace attnkit {
+
+Status qattention_output_shapes(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
+                                const QAttentionRequest& request, QAttentionOutputShapes* shapes) {
+  QAttentionProblem p;
+  ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
+  shapes->output = {true, DType::kFloat32, {p.batch, p.seq, p.hidden}};
+  shapes->present = {request.present, DType::kFloat32, {2, p.batch, p.heads, p.total, p.head_size}};
+  return Status::Ok();
+}
+
+Status qattention_peak_scratch_bytes(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
+                                     const QAttentionRequest& request, int threads, size_t* bytes) {
+  QAttentionProblem p;
+  ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
+  *bytes = qattention_layout(p, kernel_table(), resolve_threads(threads)).peak_scratch_bytes;
+  return Status::Ok();
+}
+
+}  // namespace attnkit
