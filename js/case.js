@@ -1,0 +1,317 @@
+// attnkit: the case format (DESIGN.md "The case format") in plain JS, shared by Node, the browser and the wasm package.
+// Materializes tensors from `data`, `base64` or `random` bit-identically to the C++ loader (splitmix64, nearest-even
+// rounding through float32 as core/src/common/half.h does), and compares results. No Node APIs on purpose.
+
+export const DTYPES = {
+  float32: { bytes: 4, array: Float32Array, float: true },
+  float16: { bytes: 2, array: Uint16Array, float: true },
+  bfloat16: { bytes: 2, array: Uint16Array, float: true },
+  int8: { bytes: 1, array: Int8Array, low: -128, high: 127 },
+  uint8: { bytes: 1, array: Uint8Array, low: 0, high: 255 },
+  int32: { bytes: 4, array: Int32Array, low: -2147483648, high: 2147483647 },
+  int64: { bytes: 8, array: BigInt64Array, low: -(2n ** 63n), high: 2n ** 63n - 1n },
+  // Reference outputs of the CLI (`--reference`) are float64.
+  float64: { bytes: 8, array: Float64Array, float: true },
+};
+
+export class CaseError extends Error {}
+
+function dtypeInfo(dtype) {
+  const info = DTYPES[dtype];
+  if (!info) throw new CaseError(`unknown dtype "${dtype}"`);
+  return info;
+}
+
+export function elementCount(shape) {
+  return shape.reduce((n, d) => n * d, 1);
+}
+
+// ---- fp16 / bf16 bit conversion (mirrors core/src/common/half.h exactly) ----
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+function floatBits(x) {
+  f32[0] = x;
+  return u32[0];
+}
+function bitsFloat(u) {
+  u32[0] = u >>> 0;
+  return f32[0];
+}
+
+export function floatToBf16(x) {
+  let u = floatBits(x);
+  if ((u & 0x7fffffff) >>> 0 > 0x7f800000) return ((u >>> 16) | 0x40) & 0xffff;
+  u = (u + 0x7fff + ((u >>> 16) & 1)) >>> 0;
+  return u >>> 16;
+}
+export function bf16ToFloat(h) {
+  return bitsFloat((h & 0xffff) << 16);
+}
+
+export function floatToF16(x) {
+  const u = floatBits(x);
+  const sign = (u >>> 16) & 0x8000;
+  const abs = (u & 0x7fffffff) >>> 0;
+  if (abs > 0x7f800000) return sign | 0x7e00 | ((abs >>> 13) & 0x3ff);
+  if (abs >= 0x477ff000) return sign | 0x7c00;
+  if (abs < 0x38800000) {
+    // Subnormal or zero: integer mantissa in units of 2^-24, rounded to nearest even (float32 steps as in C++).
+    const scaled = Math.fround(bitsFloat(abs) * 16777216);
+    let m = Math.trunc(scaled);
+    const rem = Math.fround(scaled - m);
+    if (rem > 0.5 || (rem === 0.5 && (m & 1))) m += 1;
+    return sign | m;
+  }
+  const rounded = (abs + 0x0fff + ((abs >>> 13) & 1)) >>> 0;
+  return sign | (((rounded - 0x38000000) >>> 13) & 0xffff);
+}
+export function f16ToFloat(h) {
+  const sign = (h & 0x8000) ? -1 : 1;
+  const exp = (h >>> 10) & 0x1f;
+  const mant = h & 0x3ff;
+  if (exp === 0x1f) return mant ? NaN : sign * Infinity;
+  if (exp === 0) return sign * mant * 5.9604644775390625e-8;
+  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
+}
+
+// Converts a double to the stored representation of `dtype` (float types: via float32, as the C++ loader does).
+function storeFloat(dtype, x) {
+  if (dtype === 'float32') return Math.fround(x);
+  if (dtype === 'float64') return x;
+  if (dtype === 'float16') return floatToF16(Math.fround(x));
+  return floatToBf16(Math.fround(x));
+}
+
+// Numbers of a tensor as doubles (fp16/bf16 decoded, int64 as Number), for comparisons and reports.
+export function toFloat64(tensor) {
+  const { dtype, data } = tensor;
+  const out = new Float64Array(data.length);
+  if (dtype === 'float16') for (let i = 0; i < data.length; i++) out[i] = f16ToFloat(data[i]);
+  else if (dtype === 'bfloat16') for (let i = 0; i < data.length; i++) out[i] = bf16ToFloat(data[i]);
+  else if (dtype === 'int64') for (let i = 0; i < data.length; i++) out[i] = Number(data[i]);
+  else for (let i = 0; i < data.length; i++) out[i] = data[i];
+  return out;
+}
+
+// ---- splitmix64 (DESIGN.md): one BigInt state, masked to 64 bits after every operation ----
+const MASK64 = (1n << 64n) - 1n;
+export function* splitmix64(seed) {
+  let state = BigInt.asUintN(64, BigInt(seed));
+  for (;;) {
+    state = (state + 0x9e3779b97f4a7c15n) & MASK64;
+    let z = state;
+    z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK64;
+    z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK64;
+    z ^= z >> 31n;
+    yield Number(z >> 32n);
+  }
+}
+
+function randomElements(dtype, count, spec) {
+  const info = dtypeInfo(dtype);
+  const out = new info.array(count);
+  if (spec.seed === undefined) throw new CaseError('random: "seed" is required');
+  const gen = splitmix64(spec.seed);
+  if (info.float) {
+    const low = spec.low ?? -1;
+    const high = spec.high ?? 1;
+    for (let i = 0; i < count; i++) {
+      const u = gen.next().value;
+      out[i] = storeFloat(dtype, low + (high - low) * (Math.floor(u / 256) / 16777216));
+    }
+  } else {
+    // Exact integer arithmetic: low + u % (high - low + 1), with BigInt so int64 ranges do not lose bits.
+    const low = BigInt(spec.low ?? info.low);
+    const high = BigInt(spec.high ?? info.high);
+    if (high < low) throw new CaseError(`random: high ${high} < low ${low}`);
+    const span = high - low + 1n;
+    for (let i = 0; i < count; i++) {
+      const v = low + (BigInt(gen.next().value) % span);
+      out[i] = dtype === 'int64' ? v : Number(v);
+    }
+  }
+  return out;
+}
+
+// ---- base64 without Buffer/atob so the same code runs everywhere ----
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+const B64_INDEX = new Int16Array(128).fill(-1);
+for (let i = 0; i < 64; i++) B64_INDEX[B64.charCodeAt(i)] = i;
+
+export function bytesToBase64(bytes) {
+  let out = '';
+  let i = 0;
+  for (; i + 2 < bytes.length; i += 3) {
+    const n = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    out += B64[n >> 18] + B64[(n >> 12) & 63] + B64[(n >> 6) & 63] + B64[n & 63];
+  }
+  if (i < bytes.length) {
+    const n = (bytes[i] << 16) | ((i + 1 < bytes.length ? bytes[i + 1] : 0) << 8);
+    out += B64[n >> 18] + B64[(n >> 12) & 63] + (i + 1 < bytes.length ? B64[(n >> 6) & 63] : '=') + '=';
+  }
+  return out;
+}
+
+export function base64ToBytes(text) {
+  const clean = text.replace(/[\s=]/g, '');
+  const out = new Uint8Array(Math.floor((clean.length * 3) / 4));
+  let acc = 0;
+  let bits = 0;
+  let o = 0;
+  for (let i = 0; i < clean.length; i++) {
+    const c = clean.charCodeAt(i);
+    const v = c < 128 ? B64_INDEX[c] : -1;
+    if (v < 0) throw new CaseError(`base64: invalid character "${clean[i]}"`);
+    acc = (acc << 6) | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (acc >> bits) & 255;
+    }
+  }
+  return out.subarray(0, o);
+}
+
+function bytesOf(typed) {
+  return new Uint8Array(typed.buffer, typed.byteOffset, typed.byteLength);
+}
+
+// ---- tensors ----
+
+// Returns { dtype, shape, data: TypedArray } from a case tensor object (data | base64 | random).
+export function materializeTensor(t, what = 'tensor') {
+  if (!t || typeof t !== 'object') throw new CaseError(`${what}: not a tensor object`);
+  const info = dtypeInfo(t.dtype);
+  if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isInteger(d) && d >= 0)) {
+    throw new CaseError(`${what}: shape must be a list of non-negative integers`);
+  }
+  if (ArrayBuffer.isView(t.data)) return { dtype: t.dtype, shape: t.shape.slice(), data: t.data };
+  const count = elementCount(t.shape);
+  const sources = ['data', 'base64', 'random'].filter((k) => t[k] !== undefined);
+  if (sources.length !== 1) throw new CaseError(`${what}: give exactly one of data, base64, random`);
+  let data;
+  if (t.random !== undefined) {
+    data = randomElements(t.dtype, count, t.random);
+  } else if (t.base64 !== undefined) {
+    const bytes = base64ToBytes(t.base64);
+    if (bytes.length !== count * info.bytes) {
+      throw new CaseError(`${what}: base64 holds ${bytes.length} bytes, shape needs ${count * info.bytes}`);
+    }
+    // Copy into a fresh, aligned buffer so the typed array view is legal for every element size.
+    const aligned = new Uint8Array(bytes.length);
+    aligned.set(bytes);
+    data = new info.array(aligned.buffer);
+  } else {
+    const flat = Array.isArray(t.data) ? t.data.flat(Infinity) : [t.data];
+    if (flat.length !== count) throw new CaseError(`${what}: data has ${flat.length} numbers, shape needs ${count}`);
+    data = new info.array(count);
+    for (let i = 0; i < count; i++) {
+      if (info.float) data[i] = storeFloat(t.dtype, Number(flat[i]));
+      else if (t.dtype === 'int64') data[i] = BigInt(flat[i]);
+      else data[i] = Number(flat[i]);
+    }
+  }
+  return { dtype: t.dtype, shape: t.shape.slice(), data };
+}
+
+// The case-format object for a materialized tensor (results are written this way).
+export function tensorToJson(tensor) {
+  return { dtype: tensor.dtype, shape: tensor.shape.slice(), base64: bytesToBase64(bytesOf(tensor.data)) };
+}
+
+const DEFAULT_OUTPUTS = {
+  GroupQueryAttention: ['output', 'present_key', 'present_value'],
+  QAttention: ['output'],
+};
+
+// Validates the envelope of a case and fills defaults; tensors stay lazy until materializeInputs().
+export function normalizeCase(obj) {
+  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new CaseError('a case must be a JSON object');
+  const op = obj.op ?? 'GroupQueryAttention';
+  if (!DEFAULT_OUTPUTS[op]) throw new CaseError(`op: unknown operator "${op}"`);
+  return {
+    ...obj,
+    name: obj.name ?? '(unnamed)',
+    op,
+    attrs: { ...(obj.attrs ?? {}) },
+    inputs: { ...(obj.inputs ?? {}) },
+    outputs: (obj.outputs ?? DEFAULT_OUTPUTS[op]).slice(),
+  };
+}
+
+// A file holds one case or an array of cases.
+export function casesFromJson(value) {
+  return (Array.isArray(value) ? value : [value]).map(normalizeCase);
+}
+
+export function materializeInputs(caseObj) {
+  const out = {};
+  for (const [name, t] of Object.entries(caseObj.inputs)) out[name] = materializeTensor(t, name);
+  return out;
+}
+
+// ---- comparison ----
+
+// max abs / max rel difference, the count of unequal elements, and an allclose-style verdict: |a - e| <= atol + rtol * |e| for every compared
+// element. `include(flatIndex)` restricts the comparison (e.g. output_qk columns that hold defined values).
+// maxRel divides by max(|e|, relFloor), relFloor defaulting to 1e-3 of the tensor's largest |e|: outputs that cancel
+// to ~0 would otherwise turn a tiny absolute error into a huge "relative" one in reports.
+export function compareTensors(actual, expected, { atol = 0, rtol = 0, include = null, relFloor = null } = {}) {
+  const result = { maxAbs: 0, maxRel: 0, ok: true, worstIndex: -1, compared: 0, mismatches: 0, reason: '' };
+  const sameShape = actual.shape.length === expected.shape.length && actual.shape.every((d, i) => d === expected.shape[i]);
+  if (!sameShape) {
+    return { ...result, ok: false, maxAbs: Infinity, maxRel: Infinity,
+      reason: `shape [${actual.shape}] != expected [${expected.shape}]` };
+  }
+  const a = toFloat64(actual);
+  const e = toFloat64(expected);
+  if (relFloor === null) {
+    let peak = 0;
+    for (let i = 0; i < e.length; i++) if (Math.abs(e[i]) > peak && (!include || include(i))) peak = Math.abs(e[i]);
+    relFloor = Math.max(1e-3 * peak, Number.MIN_VALUE);
+  }
+  let worstExcess = -Infinity;
+  for (let i = 0; i < e.length; i++) {
+    if (include && !include(i)) continue;
+    result.compared++;
+    const ai = a[i];
+    const ei = e[i];
+    if (Number.isNaN(ai) || Number.isNaN(ei)) {
+      if (Number.isNaN(ai) && Number.isNaN(ei)) continue;
+      result.ok = false;
+      result.maxAbs = Infinity;
+      result.maxRel = Infinity;
+      result.worstIndex = i;
+      worstExcess = Infinity;
+      continue;
+    }
+    const diff = ai === ei ? 0 : Math.abs(ai - ei);
+    if (diff > 0) result.mismatches++;
+    const rel = diff / Math.max(Math.abs(ei), relFloor);
+    if (diff > result.maxAbs) result.maxAbs = diff;
+    if (rel > result.maxRel) result.maxRel = rel;
+    const excess = diff - (atol + rtol * Math.abs(ei));
+    if (excess > worstExcess) {
+      worstExcess = excess;
+      result.worstIndex = i;
+    }
+    if (excess > 0) result.ok = false;
+  }
+  if (!result.ok && !result.reason && result.worstIndex >= 0) {
+    const i = result.worstIndex;
+    result.reason = `element ${i}: got ${a[i]}, expected ${e[i]} (atol ${atol}, rtol ${rtol})`;
+  }
+  return result;
+}
+
+// For output_qk (B, N, S, T): ORT leaves columns >= T_b unwritten, so only columns below T_b = seqlens_k[b] + 1
+// carry defined values.
+export function qkDefinedColumns(shape, seqlensK) {
+  const [, heads, rows, cols] = shape;
+  const perBatch = heads * rows * cols;
+  return (i) => {
+    const b = Math.floor(i / perBatch);
+    return i % cols < Number(seqlensK[b]) + 1;
+  };
+}

@@ -1,0 +1,16 @@
+// attnkit: the targets `npm start` compares, in report order. A target is a module object with id, label,
+// available() (true, or a reason string), optional skipReason(case), and run(case, { file, threads, repeat })
+// resolving to { outputs, timeMs } or { error }. Adding a target (attnkit wasm, WebGPU) is one line here.
+import { attnkitNativeTarget } from './native.js';
+import { ortNodeTarget, ortWasmTarget } from './ort.js';
+import { attnkitWasmTarget } from './wasm.js';
+import { attnkitWasmBrowserTarget, webgpuOrtTarget } from './webgpu.js';
+
+export const TARGETS = [
+  attnkitNativeTarget,
+  ortNodeTarget,
+  ortWasmTarget,
+  attnkitWasmTarget,
+  attnkitWasmBrowserTarget,
+  webgpuOrtTarget,
+];

@@ -1,0 +1,229 @@
+// attnkit: the ONNX Runtime peer. Builds a single-node ModelProto (IR 10, opset 21 + com.microsoft 1) for a case with
+// onnx-proto and runs it on onnxruntime-node (CPU EP) or onnxruntime-web's wasm EP inside Node. ORT 1.30 oddities
+// handled here come from probing (/work/shared/notes/webgpu-and-peers.md): presents are always requested with past.
+import onnxProto from 'onnx-proto';
+import { materializeInputs, normalizeCase } from '../case.js';
+
+const { onnx } = onnxProto;
+
+// Positional input/output names of each operator, as ORT's schemas declare them; absent optional inputs become "".
+export const OP_SCHEMAS = {
+  GroupQueryAttention: {
+    inputs: ['query', 'key', 'value', 'past_key', 'past_value', 'seqlens_k', 'total_sequence_length', 'cos_cache',
+      'sin_cache', 'position_ids', 'attention_bias', 'head_sink', 'k_scale', 'v_scale', 'q_norm_weight', 'k_norm_weight'],
+    outputs: ['output', 'present_key', 'present_value', 'output_qk'],
+    floatAttrs: new Set(['scale', 'softcap', 'qk_norm_epsilon']),
+  },
+  QAttention: {
+    inputs: ['input', 'weight', 'bias', 'input_scale', 'weight_scale', 'mask_index', 'input_zero_point',
+      'weight_zero_point', 'past'],
+    outputs: ['output', 'present'],
+    floatAttrs: new Set(['scale', 'mask_filter_value']),
+  },
+};
+
+const ONNX_TYPES = {
+  float32: onnx.TensorProto.DataType.FLOAT,
+  float16: onnx.TensorProto.DataType.FLOAT16,
+  bfloat16: onnx.TensorProto.DataType.BFLOAT16,
+  int8: onnx.TensorProto.DataType.INT8,
+  uint8: onnx.TensorProto.DataType.UINT8,
+  int32: onnx.TensorProto.DataType.INT32,
+  int64: onnx.TensorProto.DataType.INT64,
+};
+
+// Which outputs to ask ORT for. GQA with past but without both presents returns uninitialised output in ORT 1.30,
+// and output_qk without qk_output is garbage, so the request is widened/narrowed to what gives defined results.
+export function ortOutputNames(caseObj) {
+  const c = normalizeCase(caseObj);
+  const wanted = new Set(c.outputs);
+  if (c.op === 'GroupQueryAttention') {
+    wanted.add('output').add('present_key').add('present_value');
+    if ((c.attrs.qk_output ?? 0) !== 0) wanted.add('output_qk');
+    else wanted.delete('output_qk');
+  } else if (c.op === 'QAttention') {
+    wanted.add('output');
+    if (c.inputs.past) wanted.add('present');
+  }
+  return OP_SCHEMAS[c.op].outputs.filter((n) => wanted.has(n));
+}
+
+function attributeProto(name, value, floatAttrs) {
+  const a = { name };
+  if (typeof value === 'string') {
+    a.type = onnx.AttributeProto.AttributeType.STRING;
+    a.s = new TextEncoder().encode(value);
+  } else if (floatAttrs.has(name) || !Number.isInteger(value)) {
+    a.type = onnx.AttributeProto.AttributeType.FLOAT;
+    a.f = value;
+  } else {
+    a.type = onnx.AttributeProto.AttributeType.INT;
+    a.i = value;
+  }
+  return a;
+}
+
+function valueInfo(name, dtype, shape) {
+  const tensorType = { elemType: ONNX_TYPES[dtype] };
+  if (shape) tensorType.shape = { dim: shape.map((d) => (typeof d === 'string' ? { dimParam: d } : { dimValue: d })) };
+  return { name, type: { tensorType } };
+}
+
+// Output element types: GQA output/output_qk follow the query, presents follow the cache (past_key, else query);
+// QAttention's float outputs follow bias (T3).
+function outputDtype(c, name) {
+  if (c.op === 'GroupQueryAttention') {
+    if (name === 'present_key' || name === 'present_value') return (c.inputs.past_key ?? c.inputs.query).dtype;
+    return c.inputs.query.dtype;
+  }
+  return c.inputs.bias?.dtype ?? 'float32';
+}
+
+// Serialized ModelProto for the case's operator, attributes and input signature (data is not embedded: inputs are
+// graph inputs, so one model serves every case with the same signature).
+export function buildModelBytes(caseObj) {
+  const c = normalizeCase(caseObj);
+  const schema = OP_SCHEMAS[c.op];
+  for (const name of Object.keys(c.inputs)) {
+    if (!schema.inputs.includes(name)) throw new Error(`${c.op} has no input "${name}"`);
+  }
+  let last = -1;
+  schema.inputs.forEach((n, i) => { if (c.inputs[n]) last = i; });
+  const nodeInputs = schema.inputs.slice(0, last + 1).map((n) => (c.inputs[n] ? n : ''));
+  const outNames = ortOutputNames(c);
+  let lastOut = -1;
+  schema.outputs.forEach((n, i) => { if (outNames.includes(n)) lastOut = i; });
+  const nodeOutputs = schema.outputs.slice(0, lastOut + 1).map((n) => (outNames.includes(n) ? n : ''));
+
+  const node = {
+    opType: c.op,
+    domain: 'com.microsoft',
+    name: 'op',
+    input: nodeInputs,
+    output: nodeOutputs,
+    attribute: Object.entries(c.attrs).map(([k, v]) => attributeProto(k, v, schema.floatAttrs)),
+  };
+  // Output shapes stay undeclared: ORT infers them, and a fixed present length would clash with max(past, total).
+  const graph = {
+    name: 'attnkit_case',
+    node: [node],
+    input: Object.entries(c.inputs).map(([n, t]) => valueInfo(n, t.dtype, t.shape)),
+    output: outNames.map((n) => valueInfo(n, outputDtype(c, n), null)),
+  };
+  const model = onnx.ModelProto.create({
+    irVersion: 10,
+    producerName: 'attnkit',
+    opsetImport: [{ domain: '', version: 21 }, { domain: 'com.microsoft', version: 1 }],
+    graph,
+  });
+  return onnx.ModelProto.encode(model).finish();
+}
+
+const runtimes = {};
+async function loadRuntime(backend, threads) {
+  if (backend === 'node') {
+    runtimes.node ??= (await import('onnxruntime-node')).default ?? (await import('onnxruntime-node'));
+    return runtimes.node;
+  }
+  if (backend === 'web') {
+    if (!runtimes.web) {
+      const mod = await import('onnxruntime-web');
+      const ort = mod.default ?? mod;
+      // Thread count is fixed at the first session of the process (ORT web initializes its wasm module once).
+      ort.env.wasm.numThreads = threads ?? 1;
+      ort.env.logLevel = 'error';
+      runtimes.web = ort;
+    }
+    return runtimes.web;
+  }
+  throw new Error(`runOrt: unknown backend "${backend}"`);
+}
+
+const sessionCache = new Map();
+async function getSession(ort, backend, threads, modelBytes) {
+  // Key on the model bytes: identical signatures share one session within a process.
+  const key = `${backend}:${threads}:${Buffer.from(modelBytes).toString('base64')}`;
+  let session = sessionCache.get(key);
+  if (!session) {
+    const options = { graphOptimizationLevel: 'all', logSeverityLevel: 3 };
+    if (backend === 'node') {
+      options.intraOpNumThreads = threads ?? 1;
+      options.interOpNumThreads = 1;
+      options.executionProviders = ['cpu'];
+    } else {
+      options.executionProviders = ['wasm'];
+    }
+    session = ort.InferenceSession.create(modelBytes, options);
+    sessionCache.set(key, session);
+  }
+  try {
+    return await session;
+  } catch (err) {
+    sessionCache.delete(key);
+    throw err;
+  }
+}
+
+function median(values) {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+// Runs a case on ORT. Returns { outputs: { name: { dtype, shape, data } }, timeMs } (timeMs: median of `repeat`
+// session.run calls after one warm-up when repeat > 1; repeating stops early once the timed runs exceed budgetMs,
+// so slow targets on big cases keep `npm start` short), or throws with ORT's message.
+export async function runOrt(caseObj, { backend = 'node', threads = 1, repeat = 1, budgetMs = Infinity } = {}) {
+  const c = normalizeCase(caseObj);
+  const ort = await loadRuntime(backend, threads);
+  const session = await getSession(ort, backend, threads, buildModelBytes(c));
+  const inputs = materializeInputs(c);
+  const feeds = {};
+  for (const [name, t] of Object.entries(inputs)) {
+    if (t.dtype === 'bfloat16') throw new Error(`${name}: onnxruntime JS has no bfloat16 tensors`);
+    feeds[name] = new ort.Tensor(t.dtype, t.data, t.shape);
+  }
+  const times = [];
+  let results;
+  const runs = repeat > 1 ? repeat + 1 : 1;
+  for (let r = 0; r < runs; r++) {
+    const t0 = performance.now();
+    results = await session.run(feeds);
+    const dt = performance.now() - t0;
+    if (runs === 1 || r > 0) times.push(dt);
+    if (times.reduce((x, y) => x + y, 0) > budgetMs) break;
+  }
+  const outputs = {};
+  for (const [name, t] of Object.entries(results)) {
+    outputs[name] = { dtype: t.type, shape: Array.from(t.dims, Number), data: t.data };
+  }
+  return { outputs, timeMs: median(times) };
+}
+
+function ortTarget(backend, id, label) {
+  return {
+    id,
+    label,
+    async available() {
+      try {
+        await loadRuntime(backend, 1);
+        return true;
+      } catch (err) {
+        return `cannot load ${backend === 'node' ? 'onnxruntime-node' : 'onnxruntime-web'}: ${err.message}`;
+      }
+    },
+    // Cases that ORT 1.30 cannot run say so in their "ort" field ("skip: reason").
+    skipReason(caseObj) {
+      return typeof caseObj.ort === 'string' && caseObj.ort.startsWith('skip') ? caseObj.ort.replace(/^skip:\s*/, '') : null;
+    },
+    async run(caseObj, { threads = 1, repeat = 5, budgetMs = 2000 } = {}) {
+      try {
+        return await runOrt(caseObj, { backend, threads, repeat, budgetMs });
+      } catch (err) {
+        return { error: String(err.message ?? err).split('\n')[0] };
+      }
+    },
+  };
+}
+
+export const ortNodeTarget = ortTarget('node', 'ort-node', 'ORT 1.30 native CPU');
+export const ortWasmTarget = ortTarget('web', 'ort-wasm', 'ORT 1.30 wasm (Node)');

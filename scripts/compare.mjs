@@ -1,0 +1,169 @@
+// attnkit: the cross-target comparison behind `npm start`. Runs every corpus case (validation cases excluded) on every
+// available target (js/targets/index.js), measures each against the fp64 reference (`attnkit run --reference`), and
+// prints per case the max abs / max rel difference and the median time of each target; writes report/index.html.
+// Usage: node scripts/compare.mjs [--filter SUBSTR] [--targets id,id] [--threads N] [--repeat N] [--out FILE]
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { normalizeCase } from '../js/case.js';
+import { compareOutputs } from '../js/compare.js';
+import { TARGETS } from '../js/targets/index.js';
+import { cliAvailable, defaultCli, repoRoot, runNative } from '../js/targets/native.js';
+
+function parseArgs(argv) {
+  const opts = { filter: '', targets: null, threads: 1, repeat: 5, out: join(repoRoot, 'report/index.html') };
+  for (let i = 0; i < argv.length; i++) {
+    const next = () => argv[++i];
+    switch (argv[i]) {
+      case '--filter': opts.filter = next(); break;
+      case '--targets': opts.targets = next().split(','); break;
+      case '--threads': opts.threads = Number(next()); break;
+      case '--repeat': opts.repeat = Number(next()); break;
+      case '--out': opts.out = next(); break;
+      default: throw new Error(`compare: unknown option ${argv[i]}`);
+    }
+  }
+  return opts;
+}
+
+function listCaseFiles(dir) {
+  const out = [];
+  for (const entry of readdirSync(dir).sort()) {
+    const path = join(dir, entry);
+    if (statSync(path).isDirectory()) out.push(...listCaseFiles(path));
+    else if (entry.endsWith('.json')) out.push(path);
+  }
+  return out;
+}
+
+function describeShape(c) {
+  const q = c.inputs.query ?? c.inputs.input;
+  if (!q) return '';
+  const a = c.attrs;
+  const past = c.inputs.past_key?.shape?.[2] ?? c.inputs.past?.shape?.[3];
+  const parts = [q.dtype, `B${q.shape[0]} S${q.shape[1]}`];
+  if (past !== undefined) parts.push(`past ${past}`);
+  parts.push(a.kv_num_heads ? `N${a.num_heads}/${a.kv_num_heads}` : `N${a.num_heads}`);
+  if (a.k_quant_type && a.k_quant_type !== 'NONE') parts.push(`${a.k_quant_type} int${a.kv_cache_bit_width}`);
+  return parts.join(' ');
+}
+
+const fmt = (x) => (x === null || x === undefined ? '-' : Number.isFinite(x) ? x.toExponential(2) : String(x));
+const fmtMs = (x) => (typeof x === 'number' ? (x < 1 ? x.toFixed(3) : x < 100 ? x.toFixed(2) : x.toFixed(0)) : '-');
+
+// One row: { target, status: 'ok'|'DIVERGES'|'error'|'skip'|'pending', maxAbs, maxRel, timeMs, detail }.
+async function runTarget(target, c, file, opts, reference) {
+  const row = { target: target.label, status: 'ok', maxAbs: null, maxRel: null, timeMs: null, detail: '' };
+  const skip = target.skipReason?.(c);
+  if (skip) return { ...row, status: 'skip', detail: skip };
+  const res = await target.run(c, { file, threads: opts.threads, repeat: opts.repeat });
+  if (res.error !== undefined) {
+    if (c.requires) return { ...row, status: 'pending', detail: `requires ${c.requires}: ${res.error}` };
+    return { ...row, status: 'error', detail: res.error };
+  }
+  row.timeMs = res.timeMs;
+  if (!reference) return { ...row, status: 'unchecked', detail: 'no reference to compare with' };
+  const cmp = compareOutputs(c, res.outputs, reference, c.tolerance ?? { atol: 1e-5, rtol: 1e-5 });
+  row.maxAbs = cmp.maxAbs;
+  row.maxRel = cmp.maxRel;
+  if (!cmp.ok) {
+    row.status = 'DIVERGES';
+    row.detail = [...cmp.missing.map((n) => `${n} missing`),
+      ...Object.entries(cmp.outputs).filter(([, r]) => !r.ok).map(([n, r]) => `${n}: ${r.reason}`)].join('; ');
+  }
+  return row;
+}
+
+function printCase(entry) {
+  const { c, rows, referenceNote } = entry;
+  const lines = [`${c.name}  (${describeShape(c)})${referenceNote ? `  [${referenceNote}]` : ''}`];
+  lines.push(`  ${'target'.padEnd(24)} ${'max abs'.padStart(9)} ${'max rel'.padStart(9)} ${'time ms'.padStart(9)}  status`);
+  for (const r of rows) {
+    const status = r.status + (r.detail && r.status !== 'ok' ? `: ${r.detail.slice(0, 100)}` : '');
+    lines.push(`  ${r.target.padEnd(24)} ${fmt(r.maxAbs).padStart(9)} ${fmt(r.maxRel).padStart(9)} ${fmtMs(r.timeMs).padStart(9)}  ${status}`);
+  }
+  console.log(lines.join('\n'));
+}
+
+const esc = (s) => String(s).replace(/[&<>"]/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[ch]);
+
+function writeHtml(out, entries, targets, totals, meta) {
+  const head = `<tr><th>case</th><th>shape</th><th>target</th><th>max abs</th><th>max rel</th><th>time ms</th><th>status</th></tr>`;
+  const body = entries.map(({ c, rows, referenceNote }) => rows.map((r, i) => {
+    const cls = r.status === 'ok' ? '' : ` class="${r.status === 'DIVERGES' || r.status === 'error' ? 'bad' : 'note'}"`;
+    const caseCells = i === 0
+      ? `<td rowspan="${rows.length}">${esc(c.name)}${referenceNote ? `<br><small>${esc(referenceNote)}</small>` : ''}</td><td rowspan="${rows.length}">${esc(describeShape(c))}</td>`
+      : '';
+    return `<tr${cls}>${caseCells}<td>${esc(r.target)}</td><td>${fmt(r.maxAbs)}</td><td>${fmt(r.maxRel)}</td><td>${fmtMs(r.timeMs)}</td><td>${esc(r.status)}${r.detail ? `<br><small>${esc(r.detail)}</small>` : ''}</td></tr>`;
+  }).join('\n')).join('\n');
+  const summary = targets.map((t) => {
+    const s = totals[t.label];
+    return `<li>${esc(t.label)}: ${Object.entries(s).map(([k, v]) => `${v} ${k}`).join(', ')}</li>`;
+  }).join('');
+  const html = `<!doctype html>
+<html><head><meta charset="utf-8"><title>attnkit cross-target comparison</title>
+<style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
+td:nth-child(n+4){font-family:monospace}tr.bad td{background:#fdd}tr.note td{background:#ffd}small{color:#555}</style></head>
+<body><h1>attnkit cross-target comparison</h1>
+<p>Differences are against the fp64 reference (<code>attnkit run --reference</code>); times are medians of ${meta.repeat} runs
+(attnkit: <code>attnkit bench</code>; ORT: <code>session.run</code>), ${meta.threads} thread(s), ${esc(meta.date)}.
+Red rows diverge beyond the case's tolerance or failed; yellow rows were skipped or are pending.</p>
+<ul>${summary}</ul>
+<table>${head}
+${body}</table></body></html>
+`;
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, html);
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  if (!cliAvailable()) throw new Error(`${defaultCli} is missing: run bash scripts/build.sh first`);
+  const targets = [];
+  for (const t of TARGETS) {
+    if (opts.targets && !opts.targets.includes(t.id)) continue;
+    const ok = await t.available();
+    if (ok === true) targets.push(t);
+    else console.error(`compare: target ${t.label} unavailable: ${ok}`);
+  }
+  const files = listCaseFiles(join(repoRoot, 'tests/cases'));
+  const cases = [];
+  for (const file of files) {
+    const json = JSON.parse(readFileSync(file, 'utf8'));
+    for (const c of (Array.isArray(json) ? json : [json]).map(normalizeCase)) {
+      if (c.expect_error || !c.name.includes(opts.filter)) continue;
+      cases.push({ c, file: Array.isArray(json) ? null : file });
+    }
+  }
+  const totals = Object.fromEntries(targets.map((t) => [t.label, {}]));
+  const entries = [];
+  const started = performance.now();
+  for (const [i, { c, file }] of cases.entries()) {
+    process.stderr.write(`[${i + 1}/${cases.length}] ${c.name} (${((performance.now() - started) / 1000).toFixed(0)} s)\n`);
+    const ref = await runNative(file ?? c, { reference: true });
+    const reference = ref.error === undefined ? ref.outputs : null;
+    const referenceNote = reference ? '' : `no reference: ${ref.error}`;
+    const rows = [];
+    for (const t of targets) {
+      const row = await runTarget(t, c, file ?? undefined, opts, reference);
+      rows.push(row);
+      totals[t.label][row.status] = (totals[t.label][row.status] ?? 0) + 1;
+    }
+    const entry = { c, rows, referenceNote };
+    entries.push(entry);
+    printCase(entry);
+  }
+  console.log('\nsummary (per target):');
+  for (const t of targets) {
+    console.log(`  ${t.label.padEnd(24)} ${Object.entries(totals[t.label]).map(([k, v]) => `${v} ${k}`).join(', ')}`);
+  }
+  const divergent = entries.flatMap(({ c, rows }) => rows.filter((r) => r.status === 'DIVERGES' || r.status === 'error')
+    .map((r) => `  ${c.name} on ${r.target}: ${r.status} ${r.detail}`));
+  if (divergent.length) console.log(`\ndivergences and errors:\n${divergent.join('\n')}`);
+  writeHtml(opts.out, entries, targets, totals, { repeat: opts.repeat, threads: opts.threads, date: new Date().toISOString() });
+  console.log(`\nreport: ${relative(process.cwd(), opts.out)} (${cases.length} cases, ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+}
+
+main().then(() => process.exit(0), (err) => {
+  console.error(`compare: ${err.message}`);
+  process.exit(1);
+});

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# attnkit: `npm start` — installs what is missing, builds, then runs the case corpus on every available target and
+# prints per case the max abs / rel difference of each against the fp64 reference and its time (report/index.html).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+node scripts/compare.mjs "$@"

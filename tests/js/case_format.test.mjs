@@ -1,0 +1,62 @@
+// attnkit: js/case.js against fixed values: splitmix64's published first output, fp16/bf16 rounding (the same
+// nearest-even rules as core/src/common/half.h), base64, and the comparison helper. The corpus test then proves the
+// JS and C++ loaders agree bit for bit (ORT, fed by case.js, returns the very presents attnkit computes).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  base64ToBytes, bytesToBase64, compareTensors, f16ToFloat, floatToBf16, floatToF16, materializeTensor, splitmix64,
+  tensorToJson,
+} from '../../js/case.js';
+
+test('splitmix64 matches the reference sequence for seed 0', () => {
+  const gen = splitmix64(0);
+  // Upper 32 bits of 0xE220A8397B1DCDAF and 0x6E789E6AA1B965F4, the first two splitmix64 outputs for seed 0.
+  assert.equal(gen.next().value, 0xe220a839);
+  assert.equal(gen.next().value, 0x6e789e6a);
+});
+
+test('random tensors follow the DESIGN.md formulas', () => {
+  const u = splitmix64(7).next().value;
+  const f = materializeTensor({ dtype: 'float32', shape: [1], random: { seed: 7, low: -2, high: 6 } });
+  assert.equal(f.data[0], Math.fround(-2 + 8 * (Math.floor(u / 256) / 2 ** 24)));
+  const i = materializeTensor({ dtype: 'int32', shape: [1], random: { seed: 7, low: -5, high: 5 } });
+  assert.equal(i.data[0], -5 + (u % 11));
+  const big = materializeTensor({ dtype: 'int64', shape: [1], random: { seed: 7 } });
+  assert.equal(big.data[0], -(2n ** 63n) + BigInt(u));
+});
+
+test('fp16 and bf16 round to nearest even and round-trip every finite value', () => {
+  assert.equal(floatToF16(1 + 2 ** -11), 0x3c00); // tie goes to the even mantissa
+  assert.equal(floatToF16(1 + 3 * 2 ** -11), 0x3c02);
+  assert.equal(floatToF16(65520), 0x7c00); // rounds past the largest finite half
+  assert.equal(floatToF16(2 ** -25), 0); // half of the smallest subnormal: tie to even (zero)
+  assert.equal(floatToBf16(1 + 2 ** -8), 0x3f80);
+  for (let h = 0; h < 0x7c00; h++) assert.equal(floatToF16(f16ToFloat(h)), h);
+  const t = materializeTensor({ dtype: 'float16', shape: [3], data: [1, 0.1, -65504] });
+  assert.deepEqual(Array.from(t.data), [0x3c00, 0x2e66, 0xfbff]);
+});
+
+test('base64 round-trips any length and tensors round-trip through JSON', () => {
+  for (let n = 0; n < 8; n++) {
+    const bytes = Uint8Array.from({ length: n }, (_, k) => (k * 97 + 13) & 255);
+    const text = bytesToBase64(bytes);
+    assert.equal(text, Buffer.from(bytes).toString('base64'));
+    assert.deepEqual(Array.from(base64ToBytes(text)), Array.from(bytes));
+  }
+  const t = materializeTensor({ dtype: 'float32', shape: [2, 3], random: { seed: 3 } });
+  assert.deepEqual(materializeTensor(tensorToJson(t)).data, t.data);
+  assert.throws(() => materializeTensor({ dtype: 'int32', shape: [2], base64: 'AAAA' }), /base64 holds 3 bytes/);
+});
+
+test('compareTensors reports max abs/rel, the worst element and the allclose verdict', () => {
+  const e = { dtype: 'float32', shape: [3], data: Float32Array.from([1, -2, 0]) };
+  const a = { dtype: 'float32', shape: [3], data: Float32Array.from([1, -2.5, 0]) };
+  const r = compareTensors(a, e, { atol: 0.1, rtol: 0.1 });
+  assert.equal(r.ok, false);
+  assert.equal(r.worstIndex, 1);
+  assert.equal(r.maxAbs, 0.5);
+  assert.equal(r.maxRel, 0.25);
+  assert.equal(compareTensors(a, e, { atol: 0.1, rtol: 0.25 }).ok, true);
+  assert.equal(compareTensors(a, e, { atol: 0, rtol: 0, include: (i) => i !== 1 }).ok, true);
+  assert.equal(compareTensors({ ...a, shape: [1, 3] }, e).ok, false);
+});
