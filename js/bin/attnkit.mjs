@@ -1,0 +1,156 @@
+#!/usr/bin/env node
+// attnkit CLI for the WebAssembly target: `run` and `bench` with the native CLI's options and output
+// (native/cli.cc), so scripts can swap `build/native/attnkit` for `node js/bin/attnkit.mjs ... --target wasm`.
+// Exit codes as native: 0 ok, 2 invalid case or arguments (one line on stderr), 1 I/O or internal.
+import fs from 'node:fs';
+import { AttnkitError, createInstance, prepareCase } from '../index.js';
+import { tensorToJson } from '../case.js';
+
+const USAGE = `usage: attnkit.mjs run CASE.json --target wasm [--out OUT.json] [--threads N] [--isa NAME] [--path auto|naive|flash] [--case NAME|INDEX] [--build auto|simd-threaded|simd]
+       attnkit.mjs bench CASE.json --target wasm [--iters N] [--warmup N] [--threads N] [--isa NAME] [--path ...] [--case NAME|INDEX] [--build ...]
+       attnkit.mjs info --target wasm [--build ...]`;
+
+class UsageError extends Error {}
+
+function parseCount(text, min, what) {
+  const v = /^\d+$/.test(text ?? '') ? Number(text) : NaN;
+  if (!(v >= min && v <= 1000000)) throw new UsageError(`${what}: must be an integer >= ${min}`);
+  return v;
+}
+
+function parseArgs(argv) {
+  const o = { command: argv[0], target: 'wasm', threads: 0, iters: 10, warmup: 2, build: 'auto' };
+  if (!['run', 'bench', 'info'].includes(o.command)) throw new UsageError(`missing command (run, bench or info)\n${USAGE}`);
+  for (let i = 1; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith('--')) {
+      if (o.casePath) throw new UsageError(`unexpected argument "${arg}"\n${USAGE}`);
+      o.casePath = arg;
+      continue;
+    }
+    const value = argv[++i];
+    if (value === undefined) throw new UsageError(`${arg}: needs a value`);
+    if (arg === '--target') o.target = value;
+    else if (arg === '--out') o.out = value;
+    else if (arg === '--threads') o.threads = parseCount(value, 0, '--threads');
+    else if (arg === '--iters') o.iters = parseCount(value, 1, '--iters');
+    else if (arg === '--warmup') o.warmup = parseCount(value, 0, '--warmup');
+    else if (arg === '--isa') o.isa = value;
+    else if (arg === '--case') o.caseSelector = value;
+    else if (arg === '--build') o.build = value;
+    else if (arg === '--path') {
+      if (!['auto', 'naive', 'flash'].includes(value)) throw new UsageError(`--path: "${value}" must be auto, naive or flash`);
+      o.path = value;
+    } else throw new UsageError(`unknown option ${arg}\n${USAGE}`);
+  }
+  if (o.target !== 'wasm') {
+    throw new UsageError(`--target: "${o.target}" is not served here (wasm); the native CLI is build/native/attnkit`);
+  }
+  if (o.command !== 'info' && !o.casePath) throw new UsageError(`missing CASE.json\n${USAGE}`);
+  return o;
+}
+
+// The file's cases with their display names, filtered by --case as the native CLI does.
+function loadCases(o) {
+  let text;
+  try {
+    text = fs.readFileSync(o.casePath, 'utf8');
+  } catch (e) {
+    throw Object.assign(new Error(`${o.casePath}: cannot read: ${e.message}`), { exitCode: 1 });
+  }
+  let doc;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`${o.casePath}: ${e.message}`);
+  }
+  const many = Array.isArray(doc) && o.caseSelector === undefined;
+  const all = (Array.isArray(doc) ? doc : [doc]).map((c, index) => ({
+    c,
+    name: typeof c?.name === 'string' ? c.name : `#${index}`,
+  }));
+  if (o.caseSelector === undefined) return { many, cases: all };
+  let picked = all.find((e) => e.name === o.caseSelector);
+  if (!picked && /^\d+$/.test(o.caseSelector)) picked = all[Number(o.caseSelector)];
+  if (!picked) {
+    throw new UsageError(`--case: no case named or numbered "${o.caseSelector}" in ${o.casePath} (${all.length} cases)`);
+  }
+  return { many: false, cases: [picked] };
+}
+
+function write(o, text) {
+  if (o.out) fs.writeFileSync(o.out, text);
+  else process.stdout.write(text);
+}
+
+function runCommand(attnkit, o) {
+  const { many, cases } = loadCases(o);
+  const results = [];
+  for (const { c, name } of cases) {
+    let outputs;
+    try {
+      ({ outputs } = attnkit.runCase(c, { threads: o.threads, path: o.path }));
+    } catch (e) {
+      if (e instanceof AttnkitError && many) e.message = `case ${name}: ${e.message}`;
+      throw e;
+    }
+    const json = {};
+    for (const [key, t] of Object.entries(outputs)) json[key] = tensorToJson(t);
+    results.push({ name, outputs: json });
+  }
+  // Nothing is written unless every case succeeded, as natively.
+  write(o, `${JSON.stringify(many ? results : results[0])}\n`);
+}
+
+function benchCommand(attnkit, o) {
+  const { cases } = loadCases(o);
+  if (cases.length !== 1) {
+    throw new UsageError(`bench: ${o.casePath} holds ${cases.length} cases; pick one with --case NAME|INDEX`);
+  }
+  const { c, name } = cases[0];
+  const { op, inputs, attrs, outputs } = prepareCase(c);
+  const times = [];
+  for (let i = 0; i < o.warmup + o.iters; i++) {
+    // Timed as a JS caller sees it: inputs copied in, the op, outputs copied out.
+    const start = performance.now();
+    attnkit.run(op, inputs, attrs, { outputs, threads: o.threads, path: o.path });
+    const us = (performance.now() - start) * 1000;
+    if (i >= o.warmup) times.push(us);
+  }
+  const sorted = times.slice().sort((a, b) => a - b);
+  const n = sorted.length;
+  const median = n % 2 ? sorted[(n - 1) / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  const info = attnkit.info();
+  const line = {
+    name, op, median_us: median, min_us: sorted[0], mean_us: sorted.reduce((s, t) => s + t, 0) / n,
+    iters: o.iters, warmup: o.warmup, isa: info.isa,
+    threads: o.threads ? Math.min(o.threads, info.maxThreads) : info.threads,
+    path: o.path ?? 'auto', target: 'wasm', build: info.build,
+  };
+  write(o, `${JSON.stringify(line)}\n`);
+}
+
+async function main(argv) {
+  let attnkit = null;
+  try {
+    const o = parseArgs(argv);
+    attnkit = await createInstance({ build: o.build, threads: o.threads || undefined });
+    if (o.isa && !attnkit.setIsa(o.isa)) {
+      const available = attnkit.info().available_isas ?? [];
+      throw new UsageError(`--isa: "${o.isa}" is not available here (available: ${available.join(', ')})`);
+    }
+    if (o.command === 'info') write(o, `${JSON.stringify(attnkit.info())}\n`);
+    else if (o.command === 'run') runCommand(attnkit, o);
+    else benchCommand(attnkit, o);
+    return 0;
+  } catch (e) {
+    process.stderr.write(`${e.message}\n`);
+    if (e instanceof UsageError) return 2;
+    if (e instanceof AttnkitError) return e.code;
+    return e.exitCode ?? 1;
+  } finally {
+    attnkit?.dispose();
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,106 @@
+// attnkit JS package: TypeScript declarations for js/index.js.
+// Tensors follow the WebGPU kernel card's calling convention: { data: TypedArray, shape, dtype? }.
+
+export type DType = 'float32' | 'float16' | 'bfloat16' | 'int8' | 'uint8' | 'int32' | 'int64';
+export type TensorData = Float32Array | Uint16Array | Int8Array | Uint8Array | Int32Array | BigInt64Array;
+
+export interface TensorInput {
+  data: TensorData | number[];
+  shape: number[];
+  /** Required for Uint16Array (float16 | bfloat16) and plain arrays; otherwise inferred from the array type. */
+  dtype?: DType;
+}
+
+export interface Tensor {
+  /** A fresh typed array the caller owns (never a view into wasm memory). */
+  data: TensorData;
+  shape: number[];
+  dtype: DType;
+}
+
+export type Inputs = Record<string, TensorInput>;
+export type Outputs = Record<string, Tensor>;
+/** ORT attribute names and values, e.g. { num_heads: 16, kv_num_heads: 8, k_quant_type: 'PER_CHANNEL' }. */
+export type Attributes = Record<string, number | string | number[]>;
+
+export interface CallOptions {
+  /** Output names to produce (default: the op's required outputs). */
+  outputs?: string[];
+  /** Threads for this call (0/absent: the init() setting); clamped to the build's pool. */
+  threads?: number;
+  path?: 'auto' | 'naive' | 'flash';
+}
+
+export type Build = 'simd-threaded' | 'simd';
+
+export interface InitOptions {
+  /** Default threads per call; default: the host's cores, clamped to the threaded build's pool (8). */
+  threads?: number;
+  /** 'auto' (default) picks simd-threaded where SharedArrayBuffer and cross-origin isolation allow. */
+  build?: 'auto' | Build;
+  /** Where js/dist's files are served: a prefix ending in '/', or a map from file name to URL/path. */
+  wasmPaths?: string | Record<string, string>;
+}
+
+export interface Info {
+  build: Build;
+  /** Why this build was chosen (or why the threaded one could not be). */
+  reason: string;
+  threads: number;
+  maxThreads: number;
+  /** Kernel ISA in use: 'wasm128' or 'scalar'. */
+  isa: string;
+  available_isas: string[];
+  cpu_features: string[];
+  version: string;
+  /** Current size of the wasm heap in bytes. */
+  memoryBytes: number;
+}
+
+/** A case object of the corpus format (DESIGN.md "The case format"). */
+export interface CaseObject {
+  name?: string;
+  op?: 'GroupQueryAttention' | 'QAttention';
+  attrs?: Attributes;
+  inputs: Record<string, object>;
+  outputs?: string[];
+  [key: string]: unknown;
+}
+
+export class AttnkitError extends Error {
+  /** 2: invalid input or attribute (the message names it); 1: internal (out of memory, not initialised). */
+  code: 1 | 2;
+}
+
+export interface PreparedCase {
+  name: string;
+  op: string;
+  inputs: Record<string, Tensor>;
+  attrs: Attributes;
+  outputs: string[];
+}
+
+export function prepareCase(caseObject: CaseObject): PreparedCase;
+
+export class AttnkitInstance {
+  readonly build: Build;
+  info(): Info;
+  memoryBytes(): number;
+  setIsa(isa: string): boolean;
+  run(op: string, inputs: Inputs, attrs: Attributes, options?: CallOptions): Outputs;
+  groupQueryAttention(inputs: Inputs, attrs: Attributes, options?: CallOptions): Outputs;
+  qAttention(inputs: Inputs, attrs: Attributes, options?: CallOptions): Outputs;
+  runCase(caseObject: CaseObject, options?: CallOptions): { outputs: Outputs };
+  dispose(): void;
+}
+
+/** An independent module (e.g. to hold both builds at once); dispose() it when done. */
+export function createInstance(options?: InitOptions): Promise<AttnkitInstance>;
+
+export function init(options?: InitOptions): Promise<Info>;
+export function info(): Info;
+export function groupQueryAttention(inputs: Inputs, attrs: Attributes, options?: CallOptions): Promise<Outputs>;
+export function qAttention(inputs: Inputs, attrs: Attributes, options?: CallOptions): Promise<Outputs>;
+export function runCase(caseObject: CaseObject, options?: CallOptions): Promise<{ outputs: Outputs }>;
+/** Terminates the worker threads (so Node can exit); init() starts afresh. */
+export function dispose(): void;

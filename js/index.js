@@ -1,0 +1,198 @@
+// attnkit JS package entry: GroupQueryAttention and QAttention on WebAssembly (SIMD128, threaded where
+// the environment allows). `init()` loads a build; the op functions take { name: { data, shape, dtype? } }
+// and return owned typed arrays; `createInstance()` gives independent modules (e.g. both builds at once).
+import { AttnkitError } from './errors.js';
+import { availableCores, BUILDS, detectBuild, loadModule, terminateWorkers } from './loader.js';
+import { heapBuffer, runOperator } from './marshal.js';
+import { CaseError, DTYPES, materializeTensor, normalizeCase } from './case.js';
+
+export { AttnkitError };
+
+const PATHS = new Set(['auto', 'naive', 'flash']);
+// The native case loader's limit per tensor (native/case/case_file.h kMaxCaseTensorBytes).
+const MAX_CASE_TENSOR_BYTES = 2n ** 32n;
+
+// A case's inputs as typed arrays. Oversized shapes are refused before allocating, with the native
+// case loader's message, so `attnkit run` and runCase fail alike.
+function materializeCaseInputs(c) {
+  const inputs = {};
+  for (const [name, t] of Object.entries(c.inputs)) {
+    const bytes = DTYPES[t?.dtype]?.bytes;
+    if (bytes && Array.isArray(t.shape) && t.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+      const elements = t.shape.reduce((n, d) => n * BigInt(d), 1n);
+      if (elements > MAX_CASE_TENSOR_BYTES || elements * BigInt(bytes) > MAX_CASE_TENSOR_BYTES) {
+        throw new AttnkitError(`${name}: shape [${t.shape.join(', ')}] is too large (over 4 GiB of ${t.dtype})`);
+      }
+    }
+    try {
+      inputs[name] = materializeTensor(t, name);
+    } catch (e) {
+      throw new AttnkitError(e instanceof CaseError ? e.message : `${name}: ${e.message}`);
+    }
+  }
+  return inputs;
+}
+
+function checkThreads(threads, what) {
+  if (threads !== undefined && !(Number.isInteger(threads) && threads >= 0)) {
+    throw new AttnkitError(`${what}: threads must be a non-negative integer (0 = default)`);
+  }
+}
+
+// A case object as the arguments of one op call: { op, inputs (typed arrays), attrs, outputs }. Benchmarks
+// prepare once and time only the calls.
+export function prepareCase(caseObject) {
+  let c;
+  try {
+    c = normalizeCase(caseObject);
+  } catch (e) {
+    throw new AttnkitError(e.message);
+  }
+  return { name: c.name, op: c.op, inputs: materializeCaseInputs(c), attrs: c.attrs, outputs: c.outputs };
+}
+
+// One loaded wasm module and its settings.
+export class AttnkitInstance {
+  constructor(Module, build, reason, threads, maxThreads) {
+    this.Module = Module;
+    this.build = build;
+    this.reason = reason;
+    this.threads = threads;
+    this.maxThreads = maxThreads;
+    this.disposed = false;
+    this.nativeInfo = JSON.parse(Module.UTF8ToString(Module._attnkit_info_json() >>> 0));
+  }
+
+  info() {
+    return {
+      ...this.nativeInfo,
+      build: this.build,
+      reason: this.reason,
+      threads: this.threads,
+      maxThreads: this.maxThreads,
+      isa: this.nativeInfo.isa,
+      version: this.nativeInfo.version,
+      memoryBytes: this.memoryBytes(),
+    };
+  }
+
+  // Size of the wasm heap now (it only grows; tests use it to show calls free what they allocate).
+  memoryBytes() {
+    return this.disposed ? 0 : heapBuffer(this.Module).byteLength;
+  }
+
+  // Forces a kernel ISA ('scalar' | 'wasm128'); false if this build lacks it.
+  setIsa(isa) {
+    this.#checkAlive();
+    const bytes = new TextEncoder().encode(`${isa}\0`);
+    const at = this.Module._malloc(bytes.length) >>> 0;
+    new Uint8Array(heapBuffer(this.Module)).set(bytes, at);
+    const ok = this.Module._attnkit_set_isa(at) === 0;
+    this.Module._free(at);
+    if (ok) this.nativeInfo = JSON.parse(this.Module.UTF8ToString(this.Module._attnkit_info_json() >>> 0));
+    return ok;
+  }
+
+  run(op, inputs, attrs, options = {}) {
+    this.#checkAlive();
+    checkThreads(options.threads, op);
+    if (options.path !== undefined && !PATHS.has(options.path)) {
+      throw new AttnkitError(`${op}: path must be auto, naive or flash`);
+    }
+    const threads = Math.min(options.threads || this.threads, this.maxThreads);
+    try {
+      return runOperator(this.Module, op, inputs, attrs, { ...options, threads });
+    } catch (e) {
+      if (e instanceof AttnkitError) throw e;
+      // A trap leaves the module in an unknown state: refuse further calls rather than compute garbage.
+      this.dispose();
+      throw new AttnkitError(`${op}: the wasm module trapped (${e?.message ?? e}); call init() again`, 1);
+    }
+  }
+
+  groupQueryAttention(inputs, attrs, options) {
+    return this.run('GroupQueryAttention', inputs, attrs, options);
+  }
+
+  qAttention(inputs, attrs, options) {
+    return this.run('QAttention', inputs, attrs, options);
+  }
+
+  // Runs one case object (the corpus format, tests/cases); returns { outputs }.
+  runCase(caseObject, options = {}) {
+    const { op, inputs, attrs, outputs } = prepareCase(caseObject);
+    return { outputs: this.run(op, inputs, attrs, { outputs, ...options }) };
+  }
+
+  dispose() {
+    if (this.disposed) return;
+    this.disposed = true;
+    terminateWorkers(this.Module);
+    this.Module = null;
+  }
+
+  #checkAlive() {
+    if (this.disposed) throw new AttnkitError('attnkit: this instance was disposed; call init() again', 1);
+  }
+}
+
+// Loads a build. options: { threads (default: available cores, clamped to the build's pool), build
+// ('auto' | 'simd-threaded' | 'simd'), wasmPaths (prefix or { file: url } map) }.
+export async function createInstance({ threads, build = 'auto', wasmPaths } = {}) {
+  checkThreads(threads, 'init');
+  const detected = detectBuild();
+  let chosen = detected.build;
+  let reason = detected.reason;
+  if (build !== 'auto') {
+    if (!BUILDS[build]) throw new AttnkitError(`init: build must be auto, simd-threaded or simd, got "${build}"`);
+    if (build === 'simd-threaded' && detected.build !== 'simd-threaded') {
+      throw new AttnkitError(`init: the simd-threaded build cannot run here: ${detected.reason}`, 1);
+    }
+    chosen = build;
+    reason = `requested by init({ build: '${build}' })`;
+  }
+  if (!chosen) throw new AttnkitError(`init: ${reason}`, 1);
+  const Module = await loadModule(chosen, wasmPaths);
+  const maxThreads = Module._attnkit_wasm_max_threads();
+  const wanted = threads || (BUILDS[chosen].threaded ? await availableCores() : 1);
+  return new AttnkitInstance(Module, chosen, reason, Math.max(1, Math.min(wanted, maxThreads)), maxThreads);
+}
+
+let current = null;
+
+function instance() {
+  if (!current) throw new AttnkitError('attnkit: call `await init()` first', 1);
+  return current;
+}
+
+// Loads the package's default instance (a second call replaces the first); returns info().
+export async function init(options = {}) {
+  if (current) {
+    current.dispose();
+    current = null;
+  }
+  current = await createInstance(options);
+  return current.info();
+}
+
+export function info() {
+  return instance().info();
+}
+
+export async function groupQueryAttention(inputs, attrs, options) {
+  return instance().groupQueryAttention(inputs, attrs, options);
+}
+
+export async function qAttention(inputs, attrs, options) {
+  return instance().qAttention(inputs, attrs, options);
+}
+
+export async function runCase(caseObject, options) {
+  return instance().runCase(caseObject, options);
+}
+
+// Terminates the worker threads (so Node can exit) and drops the module; init() starts afresh.
+export function dispose() {
+  if (current) current.dispose();
+  current = null;
+}

@@ -1,0 +1,159 @@
+// attnkit JS package: moves tensors between JS typed arrays and the wasm heap around one C ABI call.
+// Everything a call needs (strings, shapes, attnkit_tensor records, input bytes) goes into one malloc'd
+// block that is freed with the result before returning, so repeated calls do not grow the heap.
+import { AttnkitError } from './errors.js';
+import { DTYPES, materializeTensor } from './case.js';
+
+// dtype codes of core/include/attnkit/attnkit.h, in order.
+const DTYPE_NAMES = ['float32', 'float16', 'bfloat16', 'int8', 'uint8', 'int32', 'int64'];
+const DTYPE_CODES = Object.fromEntries(DTYPE_NAMES.map((name, code) => [name, code]));
+// attnkit_tensor on wasm32: name, dtype, rank, shape, data (4 bytes each); pinned by wasm/wasm_exports.cc.
+const TENSOR_RECORD_BYTES = 20;
+
+// Typed arrays whose element type names exactly one dtype. Uint16Array holds fp16 or bf16 bits, so it
+// needs the dtype spelled out.
+const INFERRED_DTYPES = new Map([
+  [Float32Array, 'float32'],
+  [Int8Array, 'int8'],
+  [Uint8Array, 'uint8'],
+  [Int32Array, 'int32'],
+  [BigInt64Array, 'int64'],
+]);
+
+export function dtypeName(code) {
+  return DTYPE_NAMES[code];
+}
+
+// Returns { dtype, shape, data } with data a typed array of the dtype's element type.
+export function normalizeInput(name, tensor) {
+  if (!tensor || typeof tensor !== 'object') throw new AttnkitError(`${name}: not a tensor object`);
+  const { shape } = tensor;
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+    throw new AttnkitError(`${name}: shape must be an array of non-negative integers`);
+  }
+  let { dtype, data } = tensor;
+  if (Array.isArray(data)) {
+    if (!dtype) throw new AttnkitError(`${name}: a plain array needs a dtype`);
+    if (!DTYPE_CODES.hasOwnProperty(dtype)) throw new AttnkitError(`${name}: unknown dtype "${dtype}"`);
+    try {
+      ({ data } = materializeTensor({ dtype, shape, data }, name));
+    } catch (e) {
+      throw new AttnkitError(e.message);
+    }
+  }
+  if (!ArrayBuffer.isView(data) || data instanceof DataView) {
+    throw new AttnkitError(`${name}: data must be a typed array`);
+  }
+  const inferred = INFERRED_DTYPES.get(data.constructor);
+  if (!dtype) {
+    if (!inferred) {
+      const hint = data instanceof Uint16Array ? ' (Uint16Array holds float16 or bfloat16: give dtype)' : '';
+      throw new AttnkitError(`${name}: cannot infer a dtype from ${data.constructor.name}${hint}`);
+    }
+    dtype = inferred;
+  }
+  if (!DTYPE_CODES.hasOwnProperty(dtype)) throw new AttnkitError(`${name}: unknown dtype "${dtype}"`);
+  if (!(data instanceof DTYPES[dtype].array)) {
+    throw new AttnkitError(`${name}: dtype ${dtype} needs a ${DTYPES[dtype].array.name}, got ${data.constructor.name}`);
+  }
+  const count = shape.reduce((n, d) => n * d, 1);
+  if (data.length !== count) {
+    throw new AttnkitError(`${name}: data holds ${data.length} elements, shape [${shape.join(', ')}] needs ${count}`);
+  }
+  return { dtype, shape, data };
+}
+
+const align = (n, a) => Math.ceil(n / a) * a;
+const encoder = new TextEncoder();
+
+// The current heap. Growth replaces the buffer: the threaded build exposes its shared memory (a worker
+// may have grown it), the single-thread build refreshes HEAPU8 whenever it grows.
+export function heapBuffer(Module) {
+  return Module.wasmMemory ? Module.wasmMemory.buffer : Module.HEAPU8.buffer;
+}
+
+// Lays out every argument of attnkit_run in one block; returns the block plus offsets into it.
+function packArguments(Module, op, attrsJson, inputs, outputsCsv, path) {
+  const strings = [op, attrsJson, outputsCsv, path ?? '', ...inputs.map((t) => t.name)].map((s) => encoder.encode(`${s}\0`));
+  let size = 0;
+  const reserve = (bytes, alignment) => {
+    const at = align(size, alignment);
+    size = at + bytes;
+    return at;
+  };
+  const stringAt = strings.map((s) => reserve(s.length, 1));
+  const recordsAt = reserve(TENSOR_RECORD_BYTES * Math.max(inputs.length, 1), 8);
+  const shapeAt = inputs.map((t) => reserve(8 * Math.max(t.shape.length, 1), 8));
+  const dataAt = inputs.map((t) => reserve(Math.max(t.data.byteLength, 1), 16));
+  const resultSlotAt = reserve(4, 4);
+  const base = Module._malloc(size) >>> 0;
+  if (base === 0) throw new AttnkitError(`out of memory: cannot allocate ${size} bytes of inputs in wasm memory`, 1);
+  const buffer = heapBuffer(Module);
+  const bytes = new Uint8Array(buffer);
+  const view = new DataView(buffer);
+  strings.forEach((s, i) => bytes.set(s, base + stringAt[i]));
+  inputs.forEach((t, i) => {
+    const record = base + recordsAt + TENSOR_RECORD_BYTES * i;
+    view.setUint32(record, base + stringAt[4 + i], true);
+    view.setInt32(record + 4, DTYPE_CODES[t.dtype], true);
+    view.setInt32(record + 8, t.shape.length, true);
+    view.setUint32(record + 12, base + shapeAt[i], true);
+    view.setUint32(record + 16, base + dataAt[i], true);
+    t.shape.forEach((d, k) => view.setBigInt64(base + shapeAt[i] + 8 * k, BigInt(d), true));
+    bytes.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), base + dataAt[i]);
+  });
+  return {
+    base,
+    op: base + stringAt[0],
+    attrs: base + stringAt[1],
+    outputs: base + stringAt[2],
+    path: path ? base + stringAt[3] : 0,
+    records: base + recordsAt,
+    resultSlot: base + resultSlotAt,
+  };
+}
+
+// Copies every result tensor out of wasm memory into fresh typed arrays the caller owns.
+function readResults(Module, result) {
+  const outputs = {};
+  const count = Module._attnkit_result_count(result);
+  for (let i = 0; i < count; i++) {
+    const name = Module.UTF8ToString(Module._attnkit_result_name(result, i) >>> 0);
+    const dtype = dtypeName(Module._attnkit_result_dtype(result, i));
+    const rank = Module._attnkit_result_rank(result, i);
+    const shapePtr = Module._attnkit_result_shape(result, i) >>> 0;
+    const dataPtr = Module._attnkit_result_data(result, i) >>> 0;
+    const byteLength = Module._attnkit_result_bytes(result, i) >>> 0;
+    const view = new DataView(heapBuffer(Module));
+    const shape = [];
+    for (let k = 0; k < rank; k++) shape.push(Number(view.getBigInt64(shapePtr + 8 * k, true)));
+    // slice() copies into a new, unshared, aligned ArrayBuffer: no view into wasm memory escapes.
+    const bytes = new Uint8Array(heapBuffer(Module), dataPtr, byteLength).slice();
+    outputs[name] = { data: new DTYPES[dtype].array(bytes.buffer), shape, dtype };
+  }
+  return outputs;
+}
+
+// Runs one operator through attnkit_run. inputs: { name: { data, shape, dtype? } }; attrs: ORT attribute
+// names; options: { outputs?: string[], threads?: number, path?: 'auto'|'naive'|'flash' }.
+export function runOperator(Module, op, inputs, attrs, { outputs, threads = 0, path } = {}) {
+  if (!inputs || typeof inputs !== 'object') throw new AttnkitError(`${op}: inputs must be an object of tensors`);
+  const normalized = Object.entries(inputs).map(([name, t]) => ({ name, ...normalizeInput(name, t) }));
+  const attrsJson = JSON.stringify(attrs ?? {}, (key, value) => (typeof value === 'bigint' ? Number(value) : value));
+  const outputsCsv = outputs ? outputs.join(',') : '';
+  const args = packArguments(Module, op, attrsJson, normalized, outputsCsv, path);
+  let result = 0;
+  try {
+    const rc = Module._attnkit_run(args.op, args.attrs, args.records, normalized.length, args.outputs, threads,
+      args.path, args.resultSlot);
+    result = new DataView(heapBuffer(Module)).getUint32(args.resultSlot, true);
+    if (rc !== 0) {
+      const message = result ? Module.UTF8ToString(Module._attnkit_result_error(result) >>> 0) : '';
+      throw new AttnkitError(message || `${op}: internal error (code ${rc})`, rc === 2 ? 2 : 1);
+    }
+    return readResults(Module, result);
+  } finally {
+    if (result) Module._attnkit_result_free(result);
+    Module._free(args.base);
+  }
+}

@@ -1,0 +1,363 @@
+// attnkit npm package tests (node:test): the JS API on both wasm builds (SIMD128 + threads, SIMD128
+// single-thread), and the whole case corpus on wasm against the native CLI and the double-precision
+// reference. Needs js/dist (npm run build); the native comparisons need build/native/attnkit (or ATTNKIT_CLI).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import * as attnkit from '../../js/index.js';
+import { AttnkitError, createInstance } from '../../js/index.js';
+import { normalizeInput } from '../../js/marshal.js';
+import { compareTensors, materializeTensor, qkDefinedColumns } from '../../js/case.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const cli = process.env.ATTNKIT_CLI ?? path.join(root, 'build/native/attnkit');
+const haveCli = fs.existsSync(cli);
+const BUILDS = ['simd-threaded', 'simd'];
+
+// A small GQA prompt: batch 1, 5 tokens, 4 query heads over 2 KV heads, head size 16.
+function smallGqa(seed = 1) {
+  const S = 5, N = 4, Nk = 2, H = 16;
+  const random = (dtype, shape, s) => materializeTensor({ dtype, shape, random: { seed: seed * 10 + s } });
+  return {
+    inputs: {
+      query: random('float32', [1, S, N * H], 1),
+      key: random('float32', [1, S, Nk * H], 2),
+      value: random('float32', [1, S, Nk * H], 3),
+      seqlens_k: { data: new Int32Array([S - 1]), shape: [1] },
+      total_sequence_length: { data: new Int32Array([S]), shape: [] },
+    },
+    attrs: { num_heads: N, kv_num_heads: Nk },
+  };
+}
+
+// Strips the dtype so the package has to infer it from the typed array.
+function withoutDtypes(inputs) {
+  return Object.fromEntries(Object.entries(inputs).map(([k, t]) => [k, { data: t.data, shape: t.shape }]));
+}
+
+function* corpusFiles(dir) {
+  if (!fs.existsSync(dir)) return;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) yield* corpusFiles(full);
+    else if (entry.name.endsWith('.json')) yield full;
+  }
+}
+
+// Every case of the corpus as { file, index, caseObject }.
+const corpus = [];
+for (const file of corpusFiles(path.join(root, 'tests/cases'))) {
+  const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+  (Array.isArray(doc) ? doc : [doc]).forEach((caseObject, index) => corpus.push({ file, index, caseObject }));
+}
+
+// The native CLI's answer for one case, run once and shared by both builds: { outputs } or { error }.
+const nativeCache = new Map();
+function nativeRun(file, index, reference) {
+  const key = `${file}#${index}#${reference}`;
+  if (!nativeCache.has(key)) {
+    const out = path.join(os.tmpdir(), `attnkit-wasm-test-${process.pid}.json`);
+    const args = ['run', file, '--case', String(index), '--out', out, ...(reference ? ['--reference'] : [])];
+    const r = spawnSync(cli, args, { encoding: 'utf8' });
+    if (r.status === 0) {
+      const { outputs } = JSON.parse(fs.readFileSync(out, 'utf8'));
+      fs.rmSync(out, { force: true });
+      nativeCache.set(key, { outputs: Object.fromEntries(Object.entries(outputs).map(([k, t]) => [k, materializeTensor(t, k)])) });
+    } else {
+      nativeCache.set(key, { error: r.stderr.trim(), status: r.status });
+    }
+  }
+  return nativeCache.get(key);
+}
+
+// fp16 / bf16 bit patterns mapped to integers that are ordered like the values, so ulps are differences.
+function orderedHalf(bits) {
+  return bits & 0x8000 ? -(bits & 0x7fff) : bits;
+}
+
+// wasm vs native, same core and same algorithm; only kernel summation order differs between ISAs.
+function assertMatchesNative(name, actual, expected) {
+  assert.equal(actual.dtype, expected.dtype, `${name}: dtype`);
+  assert.deepEqual(actual.shape, expected.shape, `${name}: shape`);
+  if (actual.dtype === 'float32') {
+    // 1e-6 relative (the issue's bound), measured against the tensor's scale as well as the element: an
+    // element that is a near-cancelling sum carries the rounding error of its large terms, so its own
+    // magnitude cannot bound a reordered sum's difference.
+    let scale = 0;
+    for (const v of expected.data) scale = Math.max(scale, Math.abs(v));
+    const r = compareTensors(actual, expected, { atol: 1e-6 * scale, rtol: 1e-6 });
+    assert.ok(r.ok, `${name}: wasm vs native: ${r.reason} (max rel ${r.maxRel})`);
+  } else if (actual.dtype === 'float16' || actual.dtype === 'bfloat16') {
+    // Both round one fp32 result to 16 bits; fp32 results within 1e-6 can straddle a rounding boundary,
+    // so they may land 1 ulp apart, never more.
+    for (let i = 0; i < expected.data.length; i++) {
+      const ulps = Math.abs(orderedHalf(actual.data[i]) - orderedHalf(expected.data[i]));
+      assert.ok(ulps <= 1, `${name}[${i}]: ${actual.data[i]} vs native ${expected.data[i]} (${ulps} ulps)`);
+    }
+  } else {
+    // Integer outputs (quantized caches) are exact on every ISA by contract.
+    assert.deepEqual(Array.from(actual.data), Array.from(expected.data), `${name}: integer output differs`);
+  }
+}
+
+test('dtype inference: unambiguous typed arrays only', () => {
+  const one = (data, dtype) => normalizeInput('x', { data, shape: [data.length], dtype }).dtype;
+  assert.equal(one(new Float32Array(2)), 'float32');
+  assert.equal(one(new Int8Array(2)), 'int8');
+  assert.equal(one(new Uint8Array(2)), 'uint8');
+  assert.equal(one(new Int32Array(2)), 'int32');
+  assert.equal(one(new BigInt64Array(2)), 'int64');
+  assert.equal(one(new Uint16Array(2), 'float16'), 'float16');
+  assert.equal(one(new Uint16Array(2), 'bfloat16'), 'bfloat16');
+  assert.equal(one([1.5, 2], 'bfloat16'), 'bfloat16');
+  assert.throws(() => one(new Uint16Array(2)), (e) => e instanceof AttnkitError && /give dtype/.test(e.message));
+  assert.throws(() => one(new Uint8ClampedArray(2)), AttnkitError);
+  assert.throws(() => one(new Int32Array(2), 'int64'), (e) => e instanceof AttnkitError && /int64 needs a BigInt64Array/.test(e.message));
+});
+
+for (const build of BUILDS) {
+  describe(`wasm build ${build}`, () => {
+    let ak;
+    before(async () => {
+      ak = await createInstance({ build, threads: 2 });
+    });
+    after(() => ak?.dispose());
+
+    test('info names the build, the reason and the kernel ISA', () => {
+      const info = ak.info();
+      assert.equal(info.build, build);
+      assert.match(info.reason, /\S/);
+      assert.equal(typeof info.version, 'string');
+      assert.ok(info.available_isas.includes(info.isa));
+      assert.equal(info.threads, build === 'simd' ? 1 : 2);
+      assert.equal(info.maxThreads, build === 'simd' ? 1 : 8);
+    });
+
+    test('dtypes are inferred from typed arrays; outputs come back typed', () => {
+      const { inputs, attrs } = smallGqa();
+      const explicit = ak.groupQueryAttention(inputs, attrs);
+      const inferred = ak.groupQueryAttention(withoutDtypes(inputs), attrs);
+      assert.deepEqual(Object.keys(explicit).sort(), ['output', 'present_key', 'present_value']);
+      for (const [name, t] of Object.entries(explicit)) {
+        assert.equal(t.dtype, 'float32');
+        assert.ok(t.data instanceof Float32Array, `${name} is a Float32Array`);
+        assert.deepEqual(inferred[name], t);
+      }
+      assert.deepEqual(explicit.output.shape, [1, 5, 64]);
+      assert.deepEqual(explicit.present_key.shape, [1, 2, 5, 16]);
+    });
+
+    test('float16 inputs need the dtype and give Uint16Array outputs', () => {
+      const { inputs, attrs } = smallGqa(2);
+      const half = { ...inputs };
+      for (const name of ['query', 'key', 'value']) {
+        half[name] = materializeTensor({ dtype: 'float16', shape: inputs[name].shape, data: Array.from(inputs[name].data) });
+      }
+      const r = ak.groupQueryAttention(half, attrs);
+      assert.equal(r.output.dtype, 'float16');
+      assert.ok(r.output.data instanceof Uint16Array);
+      assert.throws(() => ak.groupQueryAttention({ ...half, query: { data: half.query.data, shape: half.query.shape } }, attrs),
+        (e) => e instanceof AttnkitError && /query.*Uint16Array.*float16 or bfloat16/.test(e.message));
+    });
+
+    test('bad tensors are refused in JS with an AttnkitError naming the input', () => {
+      const { inputs, attrs } = smallGqa();
+      const cases = [
+        [{ ...inputs, query: { data: new Float64Array(320), shape: [1, 5, 64] } }, /^query: cannot infer a dtype from Float64Array/],
+        [{ ...inputs, query: { data: inputs.query.data, shape: [1, 5, 63] } }, /query: data holds 320 elements, shape \[1, 5, 63\] needs 315/],
+        [{ ...inputs, key: { data: inputs.key.data, shape: inputs.key.shape, dtype: 'float16' } }, /key: dtype float16 needs a Uint16Array/],
+        [{ ...inputs, value: { data: inputs.value.data, shape: [1, -5, 32] } }, /value: shape must be/],
+      ];
+      for (const [bad, pattern] of cases) {
+        assert.throws(() => ak.groupQueryAttention(bad, attrs), (e) => e instanceof AttnkitError && e.code === 2 && pattern.test(e.message));
+      }
+    });
+
+    test('invalid attributes come back as AttnkitError with the C ABI message', () => {
+      const { inputs } = smallGqa();
+      assert.throws(() => ak.groupQueryAttention(inputs, { num_heads: 4, kv_num_heads: 3 }),
+        (e) => e instanceof AttnkitError && e.code === 2 && /kv_num_heads/.test(e.message));
+      assert.throws(() => ak.run('NoSuchOp', inputs, {}), (e) => e instanceof AttnkitError && /NoSuchOp/.test(e.message));
+    });
+
+    test('results are owned copies, untouched by later calls', () => {
+      const a = smallGqa(3);
+      const b = smallGqa(4);
+      const first = ak.groupQueryAttention(a.inputs, a.attrs);
+      const snapshot = Float32Array.from(first.output.data);
+      assert.ok(!(first.output.data.buffer instanceof SharedArrayBuffer));
+      assert.notEqual(first.output.data.buffer, ak.Module.HEAPU8.buffer);
+      assert.equal(first.output.data.byteOffset, 0);
+      assert.equal(first.output.data.buffer.byteLength, first.output.data.byteLength);
+      const second = ak.groupQueryAttention(b.inputs, b.attrs);
+      assert.deepEqual(first.output.data, snapshot);
+      assert.notDeepEqual(second.output.data, snapshot);
+      first.output.data.fill(0);
+      assert.deepEqual(ak.groupQueryAttention(a.inputs, a.attrs).output.data, snapshot);
+    });
+
+    test('100 calls in a row (and failing ones) do not grow wasm memory', () => {
+      const { inputs, attrs } = smallGqa(5);
+      const big = { ...inputs };
+      // 256 tokens: each call moves ~0.5 MB through the heap, so a leak would show within 100 calls.
+      const S = 256;
+      big.query = materializeTensor({ dtype: 'float32', shape: [1, S, 64], random: { seed: 9 } });
+      big.key = materializeTensor({ dtype: 'float32', shape: [1, S, 32], random: { seed: 10 } });
+      big.value = materializeTensor({ dtype: 'float32', shape: [1, S, 32], random: { seed: 11 } });
+      big.seqlens_k = { data: new Int32Array([S - 1]), shape: [1] };
+      big.total_sequence_length = { data: new Int32Array([S]), shape: [] };
+      for (let i = 0; i < 5; i++) ak.groupQueryAttention(big, attrs);
+      const warm = ak.memoryBytes();
+      for (let i = 0; i < 100; i++) {
+        ak.groupQueryAttention(big, attrs);
+        assert.throws(() => ak.groupQueryAttention(big, { ...attrs, kv_num_heads: 3 }), AttnkitError);
+      }
+      assert.equal(ak.memoryBytes(), warm);
+    });
+
+    test('an allocation beyond wasm32 is an AttnkitError and the module keeps working', () => {
+      // output_qk of 2 heads x 16384 x 16384 fp32 is 2 GiB: more than one wasm32 allocation can hold.
+      const S = 16384, N = 2, H = 8;
+      const zeros = (n) => new Float32Array(n);
+      const before = ak.memoryBytes();
+      assert.throws(() => ak.groupQueryAttention({
+        query: { data: zeros(S * N * H), shape: [1, S, N * H] },
+        key: { data: zeros(S * H), shape: [1, S, H] },
+        value: { data: zeros(S * H), shape: [1, S, H] },
+        seqlens_k: { data: new Int32Array([S - 1]), shape: [1] },
+        total_sequence_length: { data: new Int32Array([S]), shape: [] },
+      }, { num_heads: N, kv_num_heads: 1, qk_output: 1 }, { outputs: ['output', 'output_qk'] }),
+      (e) => e instanceof AttnkitError && e.code === 1);
+      assert.ok(ak.memoryBytes() <= before + 8 * 2 ** 20, 'the failed call released its memory');
+      const { inputs, attrs } = smallGqa();
+      assert.equal(ak.groupQueryAttention(inputs, attrs).output.data.length, 320);
+    });
+
+    describe('case corpus', () => {
+      for (const { file, index, caseObject } of corpus) {
+        const label = `${path.relative(path.join(root, 'tests/cases'), file)}${index ? `#${index}` : ''}`;
+        test(label, () => {
+          let wasm;
+          let wasmError;
+          try {
+            wasm = ak.runCase(caseObject).outputs;
+          } catch (e) {
+            if (!(e instanceof AttnkitError)) throw e;
+            wasmError = e;
+          }
+          if (caseObject.expect_error !== undefined) {
+            assert.ok(wasmError, `expected an error containing "${caseObject.expect_error}"`);
+            assert.ok(wasmError.message.includes(caseObject.expect_error),
+              `"${wasmError.message}" should contain "${caseObject.expect_error}"`);
+          }
+          if (!haveCli) return;
+          const native = nativeRun(file, index, false);
+          if (native.error !== undefined) {
+            assert.ok(wasmError, `native failed ("${native.error}") but wasm succeeded`);
+            assert.equal(wasmError.message, native.error, 'the same message as the CLI');
+            return;
+          }
+          if (wasmError) throw wasmError;
+          assert.deepEqual(Object.keys(wasm).sort(), Object.keys(native.outputs).sort());
+          for (const [name, t] of Object.entries(native.outputs)) assertMatchesNative(name, wasm[name], t);
+          const reference = nativeRun(file, index, true);
+          if (reference.error !== undefined) return;
+          // The case's own tolerance (spec accuracy anchors, chosen per case by its author).
+          const { atol = 1e-5, rtol = 1e-5 } = caseObject.tolerance ?? {};
+          const seqlens = caseObject.inputs.seqlens_k ? materializeTensor(caseObject.inputs.seqlens_k).data : null;
+          for (const [name, t] of Object.entries(reference.outputs)) {
+            const include = name === 'output_qk' && seqlens ? qkDefinedColumns(t.shape, seqlens) : null;
+            const r = compareTensors(wasm[name], t, { atol, rtol, include });
+            assert.ok(r.ok, `${name} vs reference: ${r.reason}`);
+          }
+        });
+      }
+    });
+  });
+}
+
+describe('package entry (default instance)', () => {
+  after(() => attnkit.dispose());
+
+  test('calls before init() throw AttnkitError', async () => {
+    attnkit.dispose();
+    await assert.rejects(attnkit.groupQueryAttention({}, {}), (e) => e instanceof AttnkitError && /init\(\)/.test(e.message));
+    assert.throws(() => attnkit.info(), AttnkitError);
+  });
+
+  test('init() picks the threaded build in Node and runs both ops and runCase', async () => {
+    const info = await attnkit.init({ threads: 2 });
+    assert.equal(info.build, 'simd-threaded');
+    assert.match(info.reason, /Node/);
+    const { inputs, attrs } = smallGqa();
+    const r = await attnkit.groupQueryAttention(inputs, attrs);
+    assert.deepEqual(r.output.shape, [1, 5, 64]);
+    const c = corpus.find((e) => !e.caseObject.expect_error);
+    if (c) assert.ok(Object.keys((await attnkit.runCase(c.caseObject)).outputs).length > 0);
+    await assert.rejects(attnkit.qAttention({}, {}), AttnkitError);
+  });
+
+  test('threads are clamped to the pthread pool', async () => {
+    const info = await attnkit.init({ threads: 64 });
+    assert.equal(info.threads, info.maxThreads);
+  });
+
+  test('dispose() terminates the workers so Node exits', () => {
+    // A child process that runs a threaded call and disposes must end by itself.
+    const script = `import * as a from ${JSON.stringify(path.join(root, 'js/index.js'))};
+      await a.init({ threads: 2 });
+      ${smallGqa.toString()}
+      const { inputs, attrs } = smallGqa();
+      await a.groupQueryAttention(inputs, attrs);
+      a.dispose();`;
+    const header = `import { materializeTensor } from ${JSON.stringify(path.join(root, 'js/case.js'))};\n`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', header + script], { encoding: 'utf8', timeout: 30000 });
+    assert.equal(r.signal, null, 'the child did not exit by itself');
+    assert.equal(r.status, 0, r.stderr);
+  });
+});
+
+describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
+  const bin = path.join(root, 'js/bin/attnkit.mjs');
+  const valid = corpus.find((e) => !e.caseObject.expect_error && !Array.isArray(JSON.parse(fs.readFileSync(e.file, 'utf8'))));
+  // An op-level rule (invalid--*), so this checks the CLI's plumbing; case-loader messages are checked per case above.
+  const invalid = corpus.find((e) => e.caseObject.expect_error && path.basename(e.file).startsWith('invalid--') &&
+    !Array.isArray(JSON.parse(fs.readFileSync(e.file, 'utf8'))));
+
+  test('run writes the native output format', { skip: !valid && 'no valid case in the corpus' }, () => {
+    const out = path.join(os.tmpdir(), `attnkit-wasm-cli-${process.pid}.json`);
+    const r = spawnSync(process.execPath, [bin, 'run', valid.file, '--target', 'wasm', '--threads', '2', '--out', out], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const doc = JSON.parse(fs.readFileSync(out, 'utf8'));
+    fs.rmSync(out, { force: true });
+    assert.equal(doc.name, valid.caseObject.name);
+    for (const t of Object.values(doc.outputs)) assert.deepEqual(Object.keys(t).sort(), ['base64', 'dtype', 'shape']);
+    if (haveCli) {
+      const native = nativeRun(valid.file, 0, false);
+      for (const [name, t] of Object.entries(native.outputs)) assertMatchesNative(name, materializeTensor(doc.outputs[name], name), t);
+    }
+  });
+
+  test('an invalid case exits 2 with one line on stderr', { skip: !invalid && 'no invalid case in the corpus' }, () => {
+    const r = spawnSync(process.execPath, [bin, 'run', invalid.file, '--target', 'wasm'], { encoding: 'utf8' });
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+    assert.ok(r.stderr.includes(invalid.caseObject.expect_error));
+    if (haveCli) assert.equal(r.stderr.trim(), nativeRun(invalid.file, 0, false).error);
+  });
+
+  test('bench prints one JSON line with the timing fields', { skip: !valid && 'no valid case in the corpus' }, () => {
+    const r = spawnSync(process.execPath, [bin, 'bench', valid.file, '--target', 'wasm', '--iters', '3', '--warmup', '1'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const line = JSON.parse(r.stdout);
+    for (const key of ['median_us', 'min_us', 'iters', 'isa', 'threads']) assert.ok(key in line, key);
+    assert.ok(line.min_us > 0 && line.min_us <= line.median_us);
+    assert.equal(line.iters, 3);
+  });
+});
