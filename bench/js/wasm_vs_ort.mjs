@@ -1,0 +1,214 @@
+// attnkit bench (issue 5): attnkit's threaded wasm build vs onnxruntime-web's wasm EP, both inside Node, at 1 and 2
+// threads, next to attnkit native single-thread (default ISA and AVX2). Shapes: issue 3's GQA (N=16, Nk=8, H=128;
+// prefill S=T 512 [2048 with --full]; decode T 512/2048/4096; fp32/int8/int4 caches) and QAttention (B=1, D=768,
+// N=12, u8 x s8 per-column; S 128/512, and S=1 after 511 past tokens). ORT web fixes its thread count when its wasm
+// module first loads, so each thread count runs in its own child process (attnkit and ORT side by side in it).
+// Usage: node bench/js/wasm_vs_ort.mjs [--full] [--quick] [--threads 1,2] [--iters N] [--filter SUBSTR] [--json FILE]
+//   [--dist DIR] [--budget-ms MS]
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { createInstance, prepareCase } from '../../js/index.js';
+import { benchNative, cliAvailable, defaultCli } from '../../js/targets/native.js';
+import { runOrt } from '../../js/targets/ort.js';
+
+const args = process.argv.slice(2);
+const flag = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const full = args.includes('--full');
+const quick = args.includes('--quick');
+const threadList = flag('--threads', '1,2').split(',').map(Number);
+const iters = Number(flag('--iters', quick ? 3 : 10));
+const filter = flag('--filter', '');
+// Timed calls stop once they add up to this, so ORT's multi-second prefill does not take minutes per shape.
+const BUDGET_MS = Number(flag('--budget-ms', quick ? 1500 : 4000));
+
+// ---- shapes ----
+const N = 16, Nk = 8, H = 128;
+const rand = (seed, low = -1, high = 1) => ({ random: { seed, low, high } });
+
+function gqaCase(kind, S, past, cache) {
+  const T = past + S;
+  const inputs = {
+    query: { dtype: 'float32', shape: [1, S, N * H], ...rand(1) },
+    key: { dtype: 'float32', shape: [1, S, Nk * H], ...rand(2) },
+    value: { dtype: 'float32', shape: [1, S, Nk * H], ...rand(3) },
+    seqlens_k: { dtype: 'int32', shape: [1], data: [T - 1] },
+    total_sequence_length: { dtype: 'int32', shape: [], data: [T] },
+  };
+  const attrs = { num_heads: N, kv_num_heads: Nk };
+  if (cache !== 'fp32') {
+    attrs.k_quant_type = attrs.v_quant_type = 'PER_CHANNEL';
+    attrs.kv_cache_bit_width = cache === 'int8' ? 8 : 4;
+    inputs.k_scale = { dtype: 'float32', shape: [1, Nk, 1, H], ...rand(4, 0.005, 0.01) };
+    inputs.v_scale = { dtype: 'float32', shape: [1, Nk, 1, H], ...rand(5, 0.005, 0.01) };
+  }
+  // A quantized prompt still needs (empty) past tensors of the cache dtype, or ORT cannot bind the cache type.
+  if (past > 0 || cache !== 'fp32') {
+    const dtype = { fp32: 'float32', int8: 'int8', int4: 'uint8' }[cache];
+    const row = cache === 'int4' ? H / 2 : H;
+    inputs.past_key = { dtype, shape: [1, Nk, past, row], random: cache === 'fp32' ? rand(6).random : { seed: 6 } };
+    inputs.past_value = { dtype, shape: [1, Nk, past, row], random: cache === 'fp32' ? rand(7).random : { seed: 7 } };
+  }
+  return { name: `gqa/${kind} T=${T} ${cache}`, kind, op: 'GroupQueryAttention', attrs, inputs,
+    outputs: ['output', 'present_key', 'present_value'] };
+}
+
+const D = 768, QN = 12;
+function qattentionCase(S, past) {
+  const inputs = {
+    input: { dtype: 'uint8', shape: [1, S, D], random: { seed: 11 } },
+    weight: { dtype: 'int8', shape: [D, 3 * D], random: { seed: 12 } },
+    bias: { dtype: 'float32', shape: [3 * D], ...rand(13, -0.5, 0.5) },
+    input_scale: { dtype: 'float32', shape: [], data: [0.0078125] },
+    weight_scale: { dtype: 'float32', shape: [3 * D], ...rand(14, 0.00025, 0.00075) },
+    input_zero_point: { dtype: 'uint8', shape: [], data: [128] },
+    weight_zero_point: { dtype: 'int8', shape: [3 * D], random: { seed: 15, low: -20, high: 20 } },
+  };
+  const outputs = ['output'];
+  if (past > 0) {
+    inputs.past = { dtype: 'float32', shape: [2, 1, QN, past, D / QN], ...rand(16) };
+    outputs.push('present');
+  }
+  return { name: `qattention S=${S}${past ? ` P=${past}` : ''}`, kind: past ? 'decode' : 'prefill', op: 'QAttention',
+    attrs: { num_heads: QN, unidirectional: 1 }, inputs, outputs };
+}
+
+function allShapes() {
+  const shapes = [];
+  for (const T of quick ? [512] : full ? [512, 2048] : [512]) {
+    for (const cache of ['fp32', 'int8', 'int4']) shapes.push(gqaCase('prefill', T, 0, cache));
+  }
+  for (const T of quick ? [2048] : [512, 2048, 4096]) {
+    for (const cache of ['fp32', 'int8', 'int4']) shapes.push(gqaCase('decode', 1, T - 1, cache));
+  }
+  for (const S of quick ? [128] : [128, 512]) shapes.push(qattentionCase(S, 0));
+  shapes.push(qattentionCase(1, 511));
+  return shapes.filter((c) => c.name.includes(filter));
+}
+
+function median(values) {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+function maxAbsDiff(a, b) {
+  if (!a || !b || a.data.length !== b.data.length) return NaN;
+  let m = 0;
+  for (let i = 0; i < a.data.length; i++) m = Math.max(m, Math.abs(Number(a.data[i]) - Number(b.data[i])));
+  return m;
+}
+
+// ---- child: attnkit wasm and ORT web wasm at one thread count ----
+async function child(threads) {
+  // --dist DIR benchmarks another build of the modules (e.g. a fresh emcmake tree) instead of js/dist.
+  const instance = await createInstance({ build: 'simd-threaded', threads, wasmPaths: flag('--dist', undefined) });
+  const results = [];
+  for (const c of allShapes()) {
+    process.stderr.write(`  [${threads}T] ${c.name}\n`);
+    const prepared = prepareCase(c);
+    const call = () => instance.run(prepared.op, prepared.inputs, prepared.attrs, { outputs: prepared.outputs, threads });
+    let wasmOut = null;
+    let wasmError = null;
+    const times = [];
+    try {
+      wasmOut = call();
+      for (let r = 0; r < iters && times.reduce((x, y) => x + y, 0) < BUDGET_MS; r++) {
+        const t0 = performance.now();
+        wasmOut = call();
+        times.push(performance.now() - t0);
+      }
+    } catch (err) {
+      wasmError = String(err.message ?? err).split('\n')[0];
+    }
+    let ortMs = null;
+    let ortError = null;
+    let diff = NaN;
+    try {
+      const ort = await runOrt(c, { backend: 'web', threads, repeat: iters, budgetMs: BUDGET_MS });
+      ortMs = ort.timeMs;
+      diff = maxAbsDiff(wasmOut?.output, ort.outputs.output);
+    } catch (err) {
+      ortError = String(err.message ?? err).split('\n')[0];
+    }
+    results.push({ name: c.name, threads, wasmMs: times.length ? median(times) : null, wasmError, ortMs, ortError, diff });
+  }
+  const info = instance.info();
+  instance.dispose();
+  process.stdout.write(`${JSON.stringify({ info: { isa: info.isa, build: info.build }, results })}\n`);
+}
+
+function runChild(threads) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [fileURLToPath(import.meta.url), '--child', String(threads), ...args],
+      { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    proc.stdout.on('data', (d) => { out += d; });
+    proc.on('error', reject);
+    proc.on('close', (code) => {
+      if (code !== 0) reject(new Error(`bench child (threads ${threads}) exited ${code}`));
+      else resolve(JSON.parse(out.trim().split('\n').pop()));
+    });
+  });
+}
+
+// ---- parent: children per thread count, native single-thread, the table ----
+const fmt = (x, w = 9) => (typeof x === 'number' && Number.isFinite(x) ? (x < 10 ? x.toFixed(3) : x.toFixed(1)) : '-').padStart(w);
+const fmtRatio = (x, w = 8) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : '-').padStart(w);
+
+async function parent() {
+  const shapes = allShapes();
+  const byName = Object.fromEntries(shapes.map((c) => [c.name, { c, threads: {} }]));
+  let wasmInfo = null;
+  for (const threads of threadList) {
+    process.stderr.write(`attnkit wasm + ORT web wasm, ${threads} thread(s):\n`);
+    const { info, results } = await runChild(threads);
+    wasmInfo = info;
+    for (const r of results) byName[r.name].threads[threads] = r;
+  }
+  const haveNative = cliAvailable();
+  if (!haveNative) process.stderr.write(`native: ${defaultCli} is not built; native columns stay empty\n`);
+  for (const entry of Object.values(byName)) {
+    if (!haveNative) break;
+    process.stderr.write(`  native ${entry.c.name}\n`);
+    const native = await benchNative(entry.c, { iters, warmup: 1, threads: 1 });
+    const avx2 = await benchNative(entry.c, { iters, warmup: 1, threads: 1, isa: 'avx2' });
+    entry.nativeMs = native.error ? null : native.median_us / 1000;
+    entry.nativeIsa = native.isa;
+    entry.avx2Ms = avx2.error ? null : avx2.median_us / 1000;
+  }
+
+  const head = `${'shape'.padEnd(26)}${'thr'.padStart(4)}${'wasm ms'.padStart(10)}${'ORT ms'.padStart(10)}${'ORT/wasm'.padStart(9)}`
+    + `${'target'.padStart(8)}${'nat ms'.padStart(10)}${'avx2 ms'.padStart(10)}${'wasm/avx2'.padStart(10)}${'|out diff|'.padStart(11)}`;
+  const lines = [`attnkit wasm: ${wasmInfo?.build} build, kernels ${wasmInfo?.isa}; native: ${Object.values(byName)[0]?.nativeIsa ?? '-'} and avx2, 1 thread`, head];
+  const verdicts = new Map();
+  const verdict = (key) => (verdicts.has(key) ? verdicts.get(key) : verdicts.set(key, []).get(key));
+  for (const { c, threads, nativeMs, avx2Ms } of Object.values(byName)) {
+    for (const t of threadList) {
+      const r = threads[t];
+      if (!r) continue;
+      const speedup = r.ortMs / r.wasmMs;
+      const need = c.kind === 'prefill' ? 10 : 2;
+      const vsAvx2 = t === 1 && avx2Ms && r.wasmMs ? r.wasmMs / avx2Ms : NaN;
+      if (Number.isFinite(speedup)) verdict(`${c.op} ${c.kind} >= ${need}x ORT web`).push(speedup >= need);
+      if (Number.isFinite(vsAvx2)) verdict(`${c.op} within 2.5x of native AVX2 (1 thread)`).push(vsAvx2 <= 2.5);
+      lines.push(`${c.name.padEnd(26)}${String(t).padStart(4)}${fmt(r.wasmMs, 10)}${fmt(r.ortMs, 10)}${fmtRatio(speedup, 9)}`
+        + `${`>=${need}x`.padStart(8)}${t === 1 ? fmt(nativeMs, 10) : ''.padStart(10)}${t === 1 ? fmt(avx2Ms, 10) : ''.padStart(10)}`
+        + `${fmtRatio(vsAvx2, 10)}${(Number.isFinite(r.diff) ? r.diff.toExponential(1) : '-').padStart(11)}`
+        + (r.wasmError ? `  attnkit: ${r.wasmError.slice(0, 80)}` : '') + (r.ortError ? `  ORT: ${r.ortError.slice(0, 80)}` : ''));
+    }
+  }
+  lines.push('', 'targets met (rows meeting / rows measured):');
+  for (const [key, v] of verdicts) lines.push(`  ${key}: ${v.filter(Boolean).length}/${v.length}`);
+  console.log(lines.join('\n'));
+  const jsonOut = flag('--json', null);
+  if (jsonOut) writeFileSync(jsonOut, JSON.stringify(Object.values(byName).map(({ c, ...rest }) => ({ name: c.name, ...rest })), null, 1));
+}
+
+if (args[0] === '--child') {
+  await child(Number(args[1]));
+} else {
+  await parent();
+}
