@@ -38,7 +38,7 @@ struct Tensor {
   Shape shape;
   std::vector<uint8_t> storage;
 
-  // Allocates zero-filled storage for the shape; the caller has checked that the size is sane.
+  // Allocates zero-filled storage for the shape; throws std::bad_alloc when it cannot be addressed.
   void reset(DType new_dtype, Shape new_shape);
   bool empty() const { return shape.empty() && storage.empty(); }
   int64_t elements() const { return shape_elements(shape); }

@@ -2,6 +2,7 @@
 #include "attnkit/tensor.h"
 
 #include <limits>
+#include <new>
 
 namespace attnkit {
 
@@ -63,9 +64,14 @@ std::string shape_to_string(const Shape& shape) {
 }
 
 void Tensor::reset(DType new_dtype, Shape new_shape) {
+  // The byte count is checked in 64 bits: on wasm32 size_t would wrap and under-allocate.
+  const int64_t elements = shape_elements(new_shape);
+  const uint64_t size = static_cast<uint64_t>(dtype_size(new_dtype));
+  if (elements < 0 || static_cast<uint64_t>(elements) > std::numeric_limits<size_t>::max() / size)
+    throw std::bad_alloc();
   dtype = new_dtype;
   shape = std::move(new_shape);
-  storage.assign(static_cast<size_t>(shape_elements(shape)) * dtype_size(dtype), 0);
+  storage.assign(static_cast<size_t>(elements) * dtype_size(dtype), 0);
 }
 
 }  // namespace attnkit

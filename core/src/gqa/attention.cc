@@ -53,9 +53,9 @@ struct Scratch {
 };
 
 Scratch carve(const GqaTiling& t, int64_t H, std::vector<float>& buf) {
+  // buf was sized before the parallel region: an allocation failure must not happen on a worker.
   const size_t M = static_cast<size_t>(t.task_rows);
   const size_t span = static_cast<size_t>(t.flash ? t.kv_block : t.naive_span);
-  if (buf.empty()) buf.resize(t.worker_floats);
   Scratch s;
   float* at = buf.data();
   s.q_tile = at; at += M * H;
@@ -341,8 +341,10 @@ void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& 
     return Tile{b, g, blk * t.query_rows, std::min(p.seq, (blk + 1) * t.query_rows),
                 present_key + base, present_value + base};
   };
-  std::vector<std::vector<float>> scratch(static_cast<size_t>(threads));
   const size_t tiles = static_cast<size_t>(p.batch * Nk * blocks);
+  const size_t tasks = t.kv_chunk > 0 ? tiles * static_cast<size_t>(t.kv_chunks) : tiles;
+  std::vector<std::vector<float>> scratch(std::min<size_t>(static_cast<size_t>(threads), tasks));
+  for (auto& buf : scratch) buf.resize(t.worker_floats);
 
   if (t.kv_chunk > 0) {
     const size_t chunks = static_cast<size_t>(t.kv_chunks);

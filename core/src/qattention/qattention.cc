@@ -4,6 +4,7 @@
 // overwritten with -FLT_MAX, a plain softmax over all T keys, then probabilities times V.
 // Work is split into fixed column blocks (projection) and (batch, head) pairs (attention), so the
 // bits never depend on the thread count.
+#include <new>
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -148,14 +149,10 @@ QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable
   return lay;
 }
 
-Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
-                   const QAttentionRequest& request, QAttentionOutputs* outputs, const RunOptions& options) {
-  QAttentionProblem p;
-  ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
-  const KernelTable& kt = kernel_table();
-  const int threads = resolve_threads(options.threads);
-  const QAttentionLayout lay = qattention_layout(p, kt, threads);
+namespace {
 
+void run_q_attention(const QAttentionProblem& p, const KernelTable& kt, int threads, const QAttentionLayout& lay,
+                     const QAttentionRequest& request, QAttentionOutputs* outputs) {
   outputs->output.reset(DType::kFloat32, {p.batch, p.seq, p.hidden});
   if (request.present) {
     outputs->present.reset(DType::kFloat32, {2, p.batch, p.heads, p.total, p.head_size});
@@ -174,6 +171,23 @@ Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& a
     attend(p, kt, lay, qkv.get(), b, n, scratch.get() + lay.attention_floats * static_cast<size_t>(worker),
            output, present);
   });
+}
+
+}  // namespace
+
+Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
+                   const QAttentionRequest& request, QAttentionOutputs* outputs, const RunOptions& options) {
+  QAttentionProblem p;
+  ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
+  const KernelTable& kt = kernel_table();
+  const int threads = resolve_threads(options.threads);
+  const QAttentionLayout lay = qattention_layout(p, kt, threads);
+  try {
+    run_q_attention(p, kt, threads, lay, request, outputs);
+  } catch (const std::bad_alloc&) {
+    return Status::Error("out of memory: QAttention needs " + std::to_string(lay.peak_scratch_bytes) +
+                         " bytes of scratch");
+  }
   if (options.peak_scratch_bytes) *options.peak_scratch_bytes = lay.peak_scratch_bytes;
   return Status::Ok();
 }

@@ -1,0 +1,69 @@
+/* attnkit: the C ABI — run an operator by ORT name with JSON attributes and named tensors.
+ * Used by the wasm build (the JS package calls these exports) and usable from any FFI. No exception
+ * or C++ type crosses it; every failure comes back as a code plus a one-line message in the result. */
+#ifndef ATTNKIT_ATTNKIT_H_
+#define ATTNKIT_ATTNKIT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* dtype codes (the order of attnkit::DType). */
+#define ATTNKIT_FLOAT32 0
+#define ATTNKIT_FLOAT16 1
+#define ATTNKIT_BFLOAT16 2
+#define ATTNKIT_INT8 3
+#define ATTNKIT_UINT8 4
+#define ATTNKIT_INT32 5
+#define ATTNKIT_INT64 6
+
+/* return codes */
+#define ATTNKIT_OK 0
+#define ATTNKIT_INTERNAL_ERROR 1 /* out of memory, or a bug */
+#define ATTNKIT_INVALID 2        /* invalid op, attribute or input; the message names it */
+
+/* An input: ORT name, dtype code, shape (rank entries) and dense row-major little-endian data. The
+ * data is borrowed for the call only. */
+typedef struct attnkit_tensor {
+  const char* name;
+  int dtype;
+  int rank;
+  const int64_t* shape;
+  const void* data;
+} attnkit_tensor;
+
+typedef struct attnkit_result attnkit_result;
+
+/* Runs `op` ("GroupQueryAttention", "com.microsoft.GroupQueryAttention", ...). attrs_json: a JSON
+ * object of ORT attributes (NULL or "" = none). outputs_csv: output names, comma separated (NULL or
+ * "" = the op's defaults). threads: 0 = the pool default. path: "auto" | "naive" | "flash" (NULL = auto).
+ * Returns 0, 2 (invalid input) or 1 (internal). *result is always set when result is non-NULL — on
+ * failure it carries the message (attnkit_result_error) — and must be freed with attnkit_result_free. */
+int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
+                const char* outputs_csv, int threads, const char* path, attnkit_result** result);
+
+int attnkit_result_count(const attnkit_result* result);
+const char* attnkit_result_name(const attnkit_result* result, int i);
+int attnkit_result_dtype(const attnkit_result* result, int i);
+int attnkit_result_rank(const attnkit_result* result, int i);
+const int64_t* attnkit_result_shape(const attnkit_result* result, int i);
+const void* attnkit_result_data(const attnkit_result* result, int i);
+size_t attnkit_result_bytes(const attnkit_result* result, int i);
+/* "" when the call succeeded. */
+const char* attnkit_result_error(const attnkit_result* result);
+void attnkit_result_free(attnkit_result* result);
+
+/* JSON: {"version", "cpu_features", "available_isas", "isa", "threads"}. The string lives until the
+ * next call of attnkit_info_json or attnkit_set_isa. */
+const char* attnkit_info_json(void);
+/* Forces a kernel ISA for the process: 0 ok, 2 when it is unknown or not available here. */
+int attnkit_set_isa(const char* isa);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNKIT_ATTNKIT_H_ */

@@ -1,0 +1,198 @@
+// attnkit: the C ABI (attnkit/attnkit.h) over run_op — the entry points the wasm build exports.
+// Everything is checked and every exception is caught here: JS (or any FFI caller) gets a code and
+// a one-line message, never an abort, even for out-of-memory.
+#include "attnkit/attnkit.h"
+
+#include <exception>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "api/op_registry.h"
+#include "common/json.h"
+#include "common/thread_pool.h"
+#include "dispatch.h"
+
+struct attnkit_result {
+  std::string error;
+  std::vector<std::pair<std::string, attnkit::Tensor>> outputs;
+};
+
+namespace {
+
+using attnkit::Status;
+
+constexpr int kMaxRank = 16;
+
+Status split_outputs(const char* csv, std::vector<std::string>* names) {
+  if (!csv) return Status::Ok();
+  std::string s(csv);
+  if (s.empty()) return Status::Ok();
+  size_t start = 0;
+  for (;;) {
+    size_t comma = s.find(',', start);
+    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t b = item.find_first_not_of(" \t");
+    size_t e = item.find_last_not_of(" \t");
+    if (b == std::string::npos) return Status::Error("outputs: empty name in \"" + s + "\"");
+    names->push_back(item.substr(b, e - b + 1));
+    if (comma == std::string::npos) return Status::Ok();
+    start = comma + 1;
+  }
+}
+
+Status bind_c_inputs(const attnkit_tensor* inputs, int n, attnkit::InputMap* views) {
+  if (n < 0 || (n > 0 && !inputs)) return Status::Error("inputs: null array or negative count");
+  for (int i = 0; i < n; ++i) {
+    const attnkit_tensor& t = inputs[i];
+    if (!t.name) return Status::Error("inputs[" + std::to_string(i) + "]: name is null");
+    std::string name(t.name);
+    if (t.dtype < ATTNKIT_FLOAT32 || t.dtype > ATTNKIT_INT64) {
+      return Status::Error(name + ": dtype code " + std::to_string(t.dtype) + " is not valid (0..6)");
+    }
+    if (t.rank < 0 || t.rank > kMaxRank) {
+      return Status::Error(name + ": rank " + std::to_string(t.rank) + " is not in [0, 16]");
+    }
+    if (t.rank > 0 && !t.shape) return Status::Error(name + ": shape is null");
+    attnkit::TensorView view;
+    view.dtype = static_cast<attnkit::DType>(t.dtype);
+    view.shape.assign(t.shape, t.shape + t.rank);
+    view.data = t.data;
+    if (!views->emplace(name, view).second) return Status::Error(name + ": input given twice");
+  }
+  return Status::Ok();
+}
+
+int fail(attnkit_result* r, int code, const std::string& message) {
+  if (r) {
+    r->outputs.clear();
+    r->error = message.empty() ? "unknown error" : message;
+  }
+  return code;
+}
+
+const attnkit::Tensor* output_at(const attnkit_result* r, int i) {
+  if (!r || i < 0 || static_cast<size_t>(i) >= r->outputs.size()) return nullptr;
+  return &r->outputs[static_cast<size_t>(i)].second;
+}
+
+std::mutex g_info_mutex;
+std::string g_info;
+
+}  // namespace
+
+extern "C" {
+
+int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
+                const char* outputs_csv, int threads, const char* path, attnkit_result** result) {
+  if (!result) return ATTNKIT_INTERNAL_ERROR;
+  *result = nullptr;
+  attnkit_result* r = nullptr;
+  try {
+    r = new attnkit_result();
+    *result = r;
+    if (!op) return fail(r, ATTNKIT_INVALID, "op: is null");
+    attnkit::JsonValue attrs = attnkit::JsonValue::MakeObject();
+    if (attrs_json && attrs_json[0] != '\0') {
+      Status st = attnkit::parse_json(std::string(attrs_json), &attrs);
+      if (!st.ok()) return fail(r, ATTNKIT_INVALID, "attrs: " + st.message());
+      if (!attrs.is_object()) return fail(r, ATTNKIT_INVALID, "attrs: must be a JSON object");
+    }
+    attnkit::InputMap views;
+    Status st = bind_c_inputs(inputs, n_inputs, &views);
+    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    std::vector<std::string> outputs;
+    st = split_outputs(outputs_csv, &outputs);
+    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    attnkit::RunOptions options;
+    if (threads < 0) return fail(r, ATTNKIT_INVALID, "threads: " + std::to_string(threads) + " must be >= 0");
+    options.threads = threads;
+    if (path && path[0] != '\0' && !attnkit::attention_path_from_name(path, &options.path)) {
+      return fail(r, ATTNKIT_INVALID, std::string("path: \"") + path + "\" must be auto, naive or flash");
+    }
+    st = attnkit::run_op(op, attrs, views, outputs, options, &r->outputs);
+    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    return ATTNKIT_OK;
+  } catch (const std::bad_alloc&) {
+    return fail(r, ATTNKIT_INTERNAL_ERROR, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(r, ATTNKIT_INTERNAL_ERROR, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(r, ATTNKIT_INTERNAL_ERROR, "internal error");
+  }
+}
+
+int attnkit_result_count(const attnkit_result* r) { return r ? static_cast<int>(r->outputs.size()) : 0; }
+
+const char* attnkit_result_name(const attnkit_result* r, int i) {
+  return output_at(r, i) ? r->outputs[static_cast<size_t>(i)].first.c_str() : nullptr;
+}
+
+int attnkit_result_dtype(const attnkit_result* r, int i) {
+  const attnkit::Tensor* t = output_at(r, i);
+  return t ? static_cast<int>(t->dtype) : -1;
+}
+
+int attnkit_result_rank(const attnkit_result* r, int i) {
+  const attnkit::Tensor* t = output_at(r, i);
+  return t ? static_cast<int>(t->shape.size()) : -1;
+}
+
+const int64_t* attnkit_result_shape(const attnkit_result* r, int i) {
+  const attnkit::Tensor* t = output_at(r, i);
+  return t ? t->shape.data() : nullptr;
+}
+
+const void* attnkit_result_data(const attnkit_result* r, int i) {
+  const attnkit::Tensor* t = output_at(r, i);
+  return t ? t->storage.data() : nullptr;
+}
+
+size_t attnkit_result_bytes(const attnkit_result* r, int i) {
+  const attnkit::Tensor* t = output_at(r, i);
+  return t ? t->storage.size() : 0;
+}
+
+const char* attnkit_result_error(const attnkit_result* r) { return r ? r->error.c_str() : "no result"; }
+
+void attnkit_result_free(attnkit_result* r) { delete r; }
+
+const char* attnkit_info_json(void) {
+  try {
+    std::lock_guard<std::mutex> lock(g_info_mutex);
+    attnkit::JsonWriter w;
+    w.begin_object();
+    w.key("version");
+    w.string(ATTNKIT_VERSION);
+    w.key("cpu_features");
+    w.begin_array();
+    for (const std::string& f : attnkit::cpu_features()) w.string(f);
+    w.end_array();
+    w.key("available_isas");
+    w.begin_array();
+    for (const std::string& isa : attnkit::available_isas()) w.string(isa);
+    w.end_array();
+    w.key("isa");
+    w.string(attnkit::kernel_table().isa);
+    w.key("threads");
+    w.int64(attnkit::default_threads());
+    w.end_object();
+    g_info = w.str();
+    return g_info.c_str();
+  } catch (...) {
+    return "{}";
+  }
+}
+
+int attnkit_set_isa(const char* isa) {
+  try {
+    if (!isa) return ATTNKIT_INVALID;
+    std::lock_guard<std::mutex> lock(g_info_mutex);
+    return attnkit::set_kernel_isa(isa) ? ATTNKIT_OK : ATTNKIT_INVALID;
+  } catch (...) {
+    return ATTNKIT_INTERNAL_ERROR;
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# attnkit: `npm run bench` — the headline benchmarks side by side in one run: this host's FMA peak and read
+# bandwidth, the kernels, GQA naive vs flash vs in place, QAttention, then attnkit vs onnxruntime-node and
+# attnkit wasm vs onnxruntime-web. The host is shared: read the ratios, not the absolute times.
+# Usage: npm run bench [-- --quick]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+quick=""
+[ "${1:-}" = "--quick" ] && quick="--quick"
+min_time=0.3
+[ -n "$quick" ] && min_time=0.05
+
+echo "== kernels (Google Benchmark)"
+build/native/bench/kernels_bench --benchmark_min_time=$min_time \
+  --benchmark_filter='FmaPeak|ReadBandwidth|QKGemm/.*/(f32|s8|s4|s8_approx_vnni)/M:1/N:512/K:128|SVGemm/.*/(f32|s8|s4)/M:1/N:512/K:128|QKPacked'
+echo "== GroupQueryAttention (Google Benchmark)"
+gqa_filter='host_limits|Prefill/T:(512|2048)/|Decode_16x8/T:4096/|FlashDecoding'
+[ -n "$quick" ] && gqa_filter='host_limits|Prefill/T:512/cache:0/|Decode_16x8/T:4096/cache:(0|1)/'
+build/native/bench/gqa_bench --benchmark_min_time=$min_time --benchmark_filter="$gqa_filter"
+echo "== QAttention (Google Benchmark)"
+build/native/bench/qattention_bench --benchmark_min_time=$min_time
+echo "== attnkit native vs onnxruntime-node"
+node bench/js/gqa_ort.mjs $quick
+node bench/js/qattention_ort.mjs $quick
+echo "== attnkit wasm vs onnxruntime-web (and vs attnkit native)"
+node bench/js/wasm_vs_ort.mjs $quick

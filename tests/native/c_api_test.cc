@@ -1,0 +1,204 @@
+// attnkit tests: the C ABI (attnkit/attnkit.h) — the wasm build's only door, so its plumbing (names,
+// dtypes, attributes, outputs) and its error contract (code 2 + one-line message, never a crash) are checked.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "attnkit/attnkit.h"
+#include "attnkit/gqa.h"
+#include "common/json.h"
+#include "dispatch.h"
+
+namespace attnkit {
+namespace {
+
+// A small decode-free prompt: B=1, S=3, N=4, Nk=2, H=8.
+struct SmallGqa {
+  std::vector<float> q, k, v;
+  int32_t seqlens = 2, total = 3;
+  int64_t q_shape[3] = {1, 3, 32}, kv_shape[3] = {1, 3, 16}, seq_shape[1] = {1};
+  SmallGqa() : q(96), k(48), v(48) {
+    for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<float>((i * 37 % 19)) / 19.0f - 0.5f;
+    for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<float>((i * 11 % 23)) / 23.0f - 0.5f;
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 5 % 17)) / 17.0f - 0.5f;
+  }
+  std::vector<attnkit_tensor> tensors() const {
+    return {{"query", ATTNKIT_FLOAT32, 3, q_shape, q.data()},
+            {"key", ATTNKIT_FLOAT32, 3, kv_shape, k.data()},
+            {"value", ATTNKIT_FLOAT32, 3, kv_shape, v.data()},
+            {"seqlens_k", ATTNKIT_INT32, 1, seq_shape, &seqlens},
+            {"total_sequence_length", ATTNKIT_INT32, 0, nullptr, &total}};
+  }
+  GqaOutputs direct(float scale) const {
+    TensorView tq{DType::kFloat32, {1, 3, 32}, q.data()}, tk{DType::kFloat32, {1, 3, 16}, k.data()},
+        tv{DType::kFloat32, {1, 3, 16}, v.data()}, ts{DType::kInt32, {1}, &seqlens}, tt{DType::kInt32, {}, &total};
+    GqaInputs in;
+    in.query = &tq;
+    in.key = &tk;
+    in.value = &tv;
+    in.seqlens_k = &ts;
+    in.total_sequence_length = &tt;
+    GqaAttributes a;
+    a.num_heads = 4;
+    a.kv_num_heads = 2;
+    a.scale = scale;
+    GqaOutputs out;
+    Status st = group_query_attention(in, a, GqaRequest(), &out);
+    EXPECT_TRUE(st.ok()) << st.message();
+    return out;
+  }
+};
+
+struct ResultGuard {
+  attnkit_result* r = nullptr;
+  ~ResultGuard() { attnkit_result_free(r); }
+};
+
+int run(const char* op, const char* attrs, const std::vector<attnkit_tensor>& in, const char* outputs,
+        ResultGuard* g, const char* path = nullptr) {
+  return attnkit_run(op, attrs, in.data(), static_cast<int>(in.size()), outputs, 0, path, &g->r);
+}
+
+TEST(CApi, RunsGqaLikeTheCppApi) {
+  SmallGqa g;
+  ResultGuard r;
+  ASSERT_EQ(run("com.microsoft.GroupQueryAttention", R"({"num_heads":4,"kv_num_heads":2,"scale":0.5})", g.tensors(),
+                nullptr, &r),
+            ATTNKIT_OK)
+      << attnkit_result_error(r.r);
+  EXPECT_STREQ(attnkit_result_error(r.r), "");
+  ASSERT_EQ(attnkit_result_count(r.r), 3);  // default outputs: output, present_key, present_value
+  EXPECT_STREQ(attnkit_result_name(r.r, 0), "output");
+  EXPECT_STREQ(attnkit_result_name(r.r, 1), "present_key");
+  EXPECT_STREQ(attnkit_result_name(r.r, 2), "present_value");
+  GqaOutputs want = g.direct(0.5f);
+  const Tensor* expected[] = {&want.output, &want.present_key, &want.present_value};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(attnkit_result_dtype(r.r, i), ATTNKIT_FLOAT32);
+    ASSERT_EQ(attnkit_result_rank(r.r, i), static_cast<int>(expected[i]->shape.size()));
+    EXPECT_EQ(Shape(attnkit_result_shape(r.r, i), attnkit_result_shape(r.r, i) + attnkit_result_rank(r.r, i)),
+              expected[i]->shape);
+    ASSERT_EQ(attnkit_result_bytes(r.r, i), expected[i]->bytes());
+    // Same library, same inputs, same attributes: bit-identical.
+    EXPECT_EQ(std::memcmp(attnkit_result_data(r.r, i), expected[i]->storage.data(), expected[i]->bytes()), 0);
+  }
+  // The scale attribute really reaches the op: the default scale (1/sqrt(8)) gives other numbers.
+  GqaOutputs other = g.direct(0.0f);
+  EXPECT_NE(std::memcmp(attnkit_result_data(r.r, 0), other.output.storage.data(), other.output.bytes()), 0);
+  EXPECT_EQ(attnkit_result_data(r.r, 3), nullptr);  // out of range reads nothing
+  EXPECT_EQ(attnkit_result_dtype(r.r, -1), -1);
+}
+
+TEST(CApi, OutputSelectionAndPath) {
+  SmallGqa g;
+  ResultGuard r;
+  ASSERT_EQ(run("GroupQueryAttention", R"({"num_heads":4,"kv_num_heads":2})", g.tensors(), " present_value ,output",
+                &r, "naive"),
+            ATTNKIT_OK)
+      << attnkit_result_error(r.r);
+  ASSERT_EQ(attnkit_result_count(r.r), 2);
+  EXPECT_STREQ(attnkit_result_name(r.r, 0), "present_value");
+  EXPECT_STREQ(attnkit_result_name(r.r, 1), "output");
+}
+
+TEST(CApi, InvalidInputsReturnTwoWithOneLine) {
+  SmallGqa g;
+  std::vector<attnkit_tensor> in = g.tensors();
+  const char* attrs = R"({"num_heads":4,"kv_num_heads":2})";
+  auto expect_invalid = [&](const char* op, const char* a, const std::vector<attnkit_tensor>& t, const char* outs,
+                            const std::string& message, const char* path = nullptr) {
+    ResultGuard r;
+    EXPECT_EQ(run(op, a, t, outs, &r, path), ATTNKIT_INVALID) << message;
+    std::string got = attnkit_result_error(r.r);
+    EXPECT_EQ(got, message);
+    EXPECT_EQ(got.find('\n'), std::string::npos);
+    EXPECT_EQ(attnkit_result_count(r.r), 0);
+  };
+  {
+    ResultGuard r;
+    EXPECT_EQ(run("Attention", attrs, in, nullptr, &r), ATTNKIT_INVALID);
+    EXPECT_EQ(std::string(attnkit_result_error(r.r)).rfind("op: \"Attention\" is not a supported operator (", 0), 0u);
+  }
+  expect_invalid("GroupQueryAttention", "{\"num_heads\":4,", in, nullptr,
+                 "attrs: JSON line 1, column 16: expected a string key in object");
+  expect_invalid("GroupQueryAttention", "[]", in, nullptr, "attrs: must be a JSON object");
+  expect_invalid("GroupQueryAttention", R"({"num_heads":4,"kv_num_heads":2,"num_head":4})", in, nullptr,
+                 "num_head: not an attribute of GroupQueryAttention");
+  expect_invalid("GroupQueryAttention", R"({"num_heads":4.5,"kv_num_heads":2})", in, nullptr,
+                 "num_heads: attribute must be an integer, got 4.5");
+  expect_invalid("GroupQueryAttention", R"({"num_heads":"4","kv_num_heads":2})", in, nullptr,
+                 "num_heads: attribute must be an integer, got a string");
+  expect_invalid("GroupQueryAttention", R"({"kv_num_heads":2})", in, nullptr,
+                 "num_heads: required attribute of GroupQueryAttention is missing");
+  expect_invalid("GroupQueryAttention", R"({"num_heads":4,"kv_num_heads":2,"scale":"x"})", in, nullptr,
+                 "scale: attribute must be a number, got a string");
+  expect_invalid("GroupQueryAttention", R"({"num_heads":4,"kv_num_heads":2,"k_quant_type":1})", in, nullptr,
+                 "k_quant_type: attribute must be a string, got a number");
+  expect_invalid("GroupQueryAttention", attrs, in, "output,bogus",
+                 "bogus: not an output of GroupQueryAttention (outputs: output, present_key, present_value, "
+                 "output_qk)");
+  expect_invalid("GroupQueryAttention", attrs, in, "output,,present_key", "outputs: empty name in \"output,,present_key\"");
+  expect_invalid("GroupQueryAttention", attrs, in, "output,output", "output: output requested twice");
+  expect_invalid("GroupQueryAttention", attrs, in, nullptr, "path: \"fast\" must be auto, naive or flash", "fast");
+
+  std::vector<attnkit_tensor> extra = in;
+  extra.push_back({"mask", ATTNKIT_INT32, 0, nullptr, &g.seqlens});
+  ResultGuard r;
+  EXPECT_EQ(run("GroupQueryAttention", attrs, extra, nullptr, &r), ATTNKIT_INVALID);
+  EXPECT_EQ(std::string(attnkit_result_error(r.r)).substr(0, 45), "mask: not an input of GroupQueryAttention (in");
+
+  std::vector<attnkit_tensor> twice = in;
+  twice.push_back(in[0]);
+  expect_invalid("GroupQueryAttention", attrs, twice, nullptr, "query: input given twice");
+  std::vector<attnkit_tensor> bad_dtype = in;
+  bad_dtype[0].dtype = 7;
+  expect_invalid("GroupQueryAttention", attrs, bad_dtype, nullptr, "query: dtype code 7 is not valid (0..6)");
+  std::vector<attnkit_tensor> bad_rank = in;
+  bad_rank[0].rank = -1;
+  expect_invalid("GroupQueryAttention", attrs, bad_rank, nullptr, "query: rank -1 is not in [0, 16]");
+  std::vector<attnkit_tensor> no_name = in;
+  no_name[1].name = nullptr;
+  expect_invalid("GroupQueryAttention", attrs, no_name, nullptr, "inputs[1]: name is null");
+  std::vector<attnkit_tensor> no_shape = in;
+  no_shape[0].shape = nullptr;
+  expect_invalid("GroupQueryAttention", attrs, no_shape, nullptr, "query: shape is null");
+
+  // The op's own validation comes through unchanged (whatever its wording, it is one line naming query).
+  std::vector<attnkit_tensor> bad_shape = in;
+  int64_t rank2[2] = {3, 32};
+  bad_shape[0].rank = 2;
+  bad_shape[0].shape = rank2;
+  ResultGuard r2;
+  EXPECT_EQ(run("GroupQueryAttention", attrs, bad_shape, nullptr, &r2), ATTNKIT_INVALID);
+  std::string msg = attnkit_result_error(r2.r);
+  EXPECT_EQ(msg.rfind("query", 0), 0u) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+
+  EXPECT_EQ(attnkit_run("GroupQueryAttention", attrs, in.data(), 5, nullptr, 0, nullptr, nullptr),
+            ATTNKIT_INTERNAL_ERROR);  // nowhere to put the message
+  EXPECT_EQ(attnkit_result_count(nullptr), 0);
+  attnkit_result_free(nullptr);
+}
+
+TEST(CApi, InfoAndIsa) {
+  JsonValue info;
+  ASSERT_TRUE(parse_json(std::string(attnkit_info_json()), &info).ok());
+  ASSERT_TRUE(info.is_object());
+  for (const char* key : {"version", "cpu_features", "available_isas", "isa", "threads"}) {
+    EXPECT_NE(info.find(key), nullptr) << key;
+  }
+  EXPECT_EQ(info.find("isa")->as_string(), std::string(kernel_table().isa));
+  EXPECT_GE(info.find("threads")->as_double(), 1.0);
+  EXPECT_EQ(attnkit_set_isa("no-such-isa"), ATTNKIT_INVALID);
+  EXPECT_EQ(attnkit_set_isa(nullptr), ATTNKIT_INVALID);
+  std::string before = kernel_table().isa;
+  ASSERT_EQ(attnkit_set_isa("scalar"), ATTNKIT_OK);
+  ASSERT_TRUE(parse_json(std::string(attnkit_info_json()), &info).ok());
+  EXPECT_EQ(info.find("isa")->as_string(), "scalar");
+  ASSERT_EQ(attnkit_set_isa(before.c_str()), ATTNKIT_OK);
+}
+
+}  // namespace
+}  // namespace attnkit
