@@ -3,6 +3,7 @@
 // the same tensors from the same case independently.
 #include "case_file.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -100,7 +101,7 @@ Status fill_from_base64(const std::string& name, const JsonValue& b64, Tensor* t
                           shape_to_string(t->shape) + " of " + dtype_name(t->dtype) + " needs " +
                           std::to_string(t->storage.size()));
   }
-  t->storage = std::move(bytes);
+  std::copy(bytes.begin(), bytes.end(), t->storage.begin());
   return Status::Ok();
 }
 
@@ -291,7 +292,7 @@ CaseOutput case_output_from_tensor(const std::string& name, Tensor&& tensor) {
   o.name = name;
   o.dtype = dtype_name(tensor.dtype);
   o.shape = tensor.shape;
-  o.bytes = std::move(tensor.storage);
+  o.bytes.assign(tensor.storage.begin(), tensor.storage.end());
   return o;
 }
 

@@ -253,7 +253,7 @@ TEST(CaseFile, ResultWriterFormat) {
   ASSERT_TRUE(parse_json(w.str(), &doc).ok());
   Tensor back;
   ASSERT_TRUE(build_tensor("output", *doc.find("outputs")->find("output"), &back).ok());
-  EXPECT_EQ(back.storage, outputs[0].bytes);
+  EXPECT_EQ(std::vector<uint8_t>(back.storage.begin(), back.storage.end()), outputs[0].bytes);
 }
 
 // Random corruption of a valid case (bytes replaced by JSON punctuation/digits, truncation, splices)

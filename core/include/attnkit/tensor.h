@@ -4,7 +4,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnkit {
@@ -33,13 +35,51 @@ struct TensorView {
   const T* as() const { return static_cast<const T*>(data); }
 };
 
+namespace detail {
+// Large buffers (>= 1 MiB) are recycled through a small pool, as ORT's arena does: a caller that runs
+// the same shapes again gets memory whose pages are already mapped instead of faulting in (and zeroing)
+// fresh pages on every call, which otherwise dominates a stateless decode step.
+void* pool_allocate(size_t bytes);
+void pool_free(void* p, size_t bytes) noexcept;
+// Returns the pooled memory to the system.
+void pool_trim() noexcept;
+}  // namespace detail
+
+// Allocator for tensor storage: pooled, and default-initializing (resize() leaves bytes unset, so a
+// buffer that is about to be overwritten is not zeroed first).
+template <typename T>
+struct TensorAllocator {
+  using value_type = T;
+  TensorAllocator() = default;
+  template <typename U>
+  TensorAllocator(const TensorAllocator<U>&) noexcept {}
+  T* allocate(size_t n) { return static_cast<T*>(detail::pool_allocate(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { detail::pool_free(p, n * sizeof(T)); }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    if constexpr (sizeof...(Args) == 0) ::new (static_cast<void*>(p)) U;
+    else ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  template <typename U>
+  bool operator==(const TensorAllocator<U>&) const noexcept { return true; }
+  template <typename U>
+  bool operator!=(const TensorAllocator<U>&) const noexcept { return false; }
+};
+
+using TensorBytes = std::vector<uint8_t, TensorAllocator<uint8_t>>;
+
+// Frees the memory attnkit keeps for reuse (see detail::pool_allocate).
+inline void release_cached_memory() { detail::pool_trim(); }
+
 struct Tensor {
   DType dtype = DType::kFloat32;
   Shape shape;
-  std::vector<uint8_t> storage;
+  TensorBytes storage;
 
   // Allocates zero-filled storage for the shape; throws std::bad_alloc when it cannot be addressed.
   void reset(DType new_dtype, Shape new_shape);
+  // Same, but leaves the bytes unset: for a caller that writes every byte.
+  void reset_uninitialized(DType new_dtype, Shape new_shape);
   bool empty() const { return shape.empty() && storage.empty(); }
   int64_t elements() const { return shape_elements(shape); }
   size_t bytes() const { return storage.size(); }

@@ -1,7 +1,9 @@
 // attnkit: dtype tables and tensor helpers behind attnkit/tensor.h.
 #include "attnkit/tensor.h"
 
+#include <cstring>
 #include <limits>
+#include <mutex>
 #include <new>
 
 namespace attnkit {
@@ -63,7 +65,7 @@ std::string shape_to_string(const Shape& shape) {
   return s + "]";
 }
 
-void Tensor::reset(DType new_dtype, Shape new_shape) {
+void Tensor::reset_uninitialized(DType new_dtype, Shape new_shape) {
   // The byte count is checked in 64 bits: on wasm32 size_t would wrap and under-allocate.
   const int64_t elements = shape_elements(new_shape);
   const uint64_t size = static_cast<uint64_t>(dtype_size(new_dtype));
@@ -71,7 +73,111 @@ void Tensor::reset(DType new_dtype, Shape new_shape) {
     throw std::bad_alloc();
   dtype = new_dtype;
   shape = std::move(new_shape);
-  storage.assign(static_cast<size_t>(elements) * dtype_size(dtype), 0);
+  storage.clear();
+  storage.resize(static_cast<size_t>(elements) * dtype_size(dtype));
 }
+
+void Tensor::reset(DType new_dtype, Shape new_shape) {
+  reset_uninitialized(new_dtype, std::move(new_shape));
+  std::memset(storage.data(), 0, storage.size());
+}
+
+namespace detail {
+namespace {
+
+constexpr size_t kPoolMinBytes = size_t{1} << 20;    // smaller buffers: malloc reuses them well itself
+constexpr size_t kPoolMaxBytes = size_t{256} << 20;  // most memory kept for reuse
+constexpr size_t kPoolMaxBlocks = 8;
+
+struct Block {
+  void* ptr;
+  size_t bytes;  // the block's real size (it may serve a slightly smaller request)
+};
+
+struct Pool {
+  std::mutex mu;
+  std::vector<Block> free_blocks;        // oldest first
+  std::vector<Block> live;               // pooled blocks handed out, to recover their real size
+  size_t free_bytes = 0;
+};
+
+Pool& pool() {
+  static Pool* p = new Pool();  // never destroyed: tensors may be freed during static teardown
+  return *p;
+}
+
+}  // namespace
+
+void* pool_allocate(size_t bytes) {
+  if (bytes < kPoolMinBytes) return ::operator new(bytes);
+  Pool& p = pool();
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    // Best fit within +25%: a decode loop's buffers grow a little every step.
+    size_t best = p.free_blocks.size();
+    for (size_t i = 0; i < p.free_blocks.size(); ++i) {
+      const size_t b = p.free_blocks[i].bytes;
+      if (b >= bytes && b - bytes <= bytes / 4 && (best == p.free_blocks.size() || b < p.free_blocks[best].bytes))
+        best = i;
+    }
+    if (best < p.free_blocks.size()) {
+      Block block = p.free_blocks[best];
+      p.free_blocks.erase(p.free_blocks.begin() + static_cast<std::ptrdiff_t>(best));
+      p.free_bytes -= block.bytes;
+      p.live.push_back(block);
+      return block.ptr;
+    }
+  }
+  void* ptr = ::operator new(bytes);
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.live.push_back(Block{ptr, bytes});
+  return ptr;
+}
+
+void pool_free(void* ptr, size_t bytes) noexcept {
+  if (!ptr) return;
+  if (bytes < kPoolMinBytes) {
+    ::operator delete(ptr);
+    return;
+  }
+  Pool& p = pool();
+  std::vector<void*> release;
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    Block block{ptr, bytes};
+    for (size_t i = 0; i < p.live.size(); ++i) {
+      if (p.live[i].ptr == ptr) {
+        block = p.live[i];
+        p.live.erase(p.live.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+    }
+    if (block.bytes > kPoolMaxBytes) {
+      release.push_back(block.ptr);
+    } else {
+      p.free_blocks.push_back(block);
+      p.free_bytes += block.bytes;
+      while (p.free_bytes > kPoolMaxBytes || p.free_blocks.size() > kPoolMaxBlocks) {
+        release.push_back(p.free_blocks.front().ptr);
+        p.free_bytes -= p.free_blocks.front().bytes;
+        p.free_blocks.erase(p.free_blocks.begin());
+      }
+    }
+  }
+  for (void* r : release) ::operator delete(r);
+}
+
+void pool_trim() noexcept {
+  Pool& p = pool();
+  std::vector<Block> release;
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    release.swap(p.free_blocks);
+    p.free_bytes = 0;
+  }
+  for (const Block& b : release) ::operator delete(b.ptr);
+}
+
+}  // namespace detail
 
 }  // namespace attnkit

@@ -43,8 +43,8 @@ void store_float_row(const KernelTable& kt, const float* x, size_t n, DType dtyp
 void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64_t h, int64_t s, float* row,
                     float* work);
 // Writes the present cache per spec §2.6 into buffers of shape (B, Nk, Mp, row): past rows are copied
-// unless the present IS the past (in place), then the new rows are rotated and converted/quantized.
-// Separate buffers must arrive zero-filled.
+// unless the present IS the past (in place), then the new rows are rotated and converted/quantized, and
+// (separate buffers only) the rows past the new ones are zeroed: every byte is written.
 void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place,
                    uint8_t* present_key, uint8_t* present_value);
 // Attention over the present cache into outputs->output (and output_qk when requested).

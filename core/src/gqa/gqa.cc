@@ -122,10 +122,17 @@ void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool
       uint8_t* present = kv == 0 ? present_key : present_value;
       uint8_t* dst = present + static_cast<size_t>((b * Nk + g) * Mp) * row_bytes;
       const int64_t past_rows = std::min(p.past_len[b], p.past_capacity);
-      if (p.has_past && past_rows > 0 && !in_place) {
-        const TensorView* past = kv == 0 ? p.inputs->past_key : p.inputs->past_value;
-        const uint8_t* src = past->as<uint8_t>() + static_cast<size_t>((b * Nk + g) * p.past_capacity) * row_bytes;
-        std::memcpy(dst, src, static_cast<size_t>(past_rows) * row_bytes);
+      if (!in_place) {
+        // Separate buffers arrive unset: every row is written once here (past, new, then zeros), so
+        // the pages are touched by the worker that fills them and never zeroed twice.
+        if (p.has_past && past_rows > 0) {
+          const TensorView* past = kv == 0 ? p.inputs->past_key : p.inputs->past_value;
+          const uint8_t* src = past->as<uint8_t>() + static_cast<size_t>((b * Nk + g) * p.past_capacity) * row_bytes;
+          std::memcpy(dst, src, static_cast<size_t>(past_rows) * row_bytes);
+        }
+        const int64_t written = std::max(past_rows, std::min(p.past_len[b] + L, Mp));
+        std::memset(dst + past_rows * row_bytes, 0, static_cast<size_t>(p.past_len[b] - past_rows) * row_bytes);
+        std::memset(dst + written * row_bytes, 0, static_cast<size_t>(Mp - written) * row_bytes);
       }
       const TensorView* input = p.packed_qkv ? p.inputs->query : (kv == 0 ? p.inputs->key : p.inputs->value);
       const int64_t head = p.packed_qkv ? p.heads + kv * Nk + g : g;
@@ -210,7 +217,7 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
   const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, options.path));
   try {
     const int64_t B = p.batch, S = p.seq, N = p.heads, H = p.head_size;
-    outputs->output.reset(p.dtype, {B, S, N * H});
+    outputs->output.reset_uninitialized(p.dtype, {B, S, N * H});  // every row is written
     if (request.output_qk) outputs->output_qk.reset(p.dtype, {B, N, S, p.total});
     uint8_t* present_key;
     uint8_t* present_value;
@@ -223,8 +230,8 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
       const Shape shape{B, p.kv_heads, p.present_len, cache_last};
       Tensor* k = request.present_key ? &outputs->present_key : &internal_k;
       Tensor* v = request.present_value ? &outputs->present_value : &internal_v;
-      k->reset(p.cache_dtype, shape);
-      v->reset(p.cache_dtype, shape);
+      k->reset_uninitialized(p.cache_dtype, shape);  // build_present writes every row
+      v->reset_uninitialized(p.cache_dtype, shape);
       present_key = k->as<uint8_t>();
       present_value = v->as<uint8_t>();
     }
