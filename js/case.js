@@ -1,6 +1,7 @@
 // attnkit: the case format (DESIGN.md "The case format") in plain JS, shared by Node, the browser and the wasm package.
-// Materializes tensors from `data`, `base64` or `random` bit-identically to the C++ loader (splitmix64, nearest-even
-// rounding through float32 as core/src/common/half.h does), and compares results. No Node APIs on purpose.
+// Materializes tensors from `data`, `base64` or `random` bit-identically to the C++ loader (native/case/case_file.cc:
+// splitmix64, doubles rounded to the dtype nearest-even) with the same error messages, and compares results.
+// No Node APIs on purpose.
 
 export const DTYPES = {
   float32: { bytes: 4, array: Float32Array, float: true },
@@ -16,10 +17,16 @@ export const DTYPES = {
 
 export class CaseError extends Error {}
 
+const CASE_DTYPES = ['float32', 'float16', 'bfloat16', 'int8', 'uint8', 'int32', 'int64'];
+
 function dtypeInfo(dtype) {
   const info = DTYPES[dtype];
   if (!info) throw new CaseError(`unknown dtype "${dtype}"`);
   return info;
+}
+
+function shapeText(shape) {
+  return `[${shape.join(', ')}]`;
 }
 
 export function elementCount(shape) {
@@ -75,12 +82,22 @@ export function f16ToFloat(h) {
   return sign * (1 + mant / 1024) * 2 ** (exp - 15);
 }
 
-// Converts a double to the stored representation of `dtype` (float types: via float32, as the C++ loader does).
+// float32 nearest to v but rounded to odd, so rounding it again to fp16/bf16 gives v's correctly rounded value
+// (float32 keeps more than two extra bits); the C++ loader does the same.
+function roundToOddFloat(v) {
+  const f = Math.fround(v);
+  if (Number.isNaN(v) || f === v) return f;
+  let bits = floatBits(f);
+  if (Math.abs(f) > Math.abs(v)) bits = (bits - 1) >>> 0;  // one step toward zero
+  return bitsFloat((bits | 1) >>> 0);
+}
+
+// Converts a double to the stored representation of `dtype`, rounding once to nearest even.
 function storeFloat(dtype, x) {
   if (dtype === 'float32') return Math.fround(x);
   if (dtype === 'float64') return x;
-  if (dtype === 'float16') return floatToF16(Math.fround(x));
-  return floatToBf16(Math.fround(x));
+  if (dtype === 'float16') return floatToF16(roundToOddFloat(x));
+  return floatToBf16(roundToOddFloat(x));
 }
 
 // Numbers of a tensor as doubles (fp16/bf16 decoded, int64 as Number), for comparisons and reports.
@@ -108,28 +125,41 @@ export function* splitmix64(seed) {
   }
 }
 
-function randomElements(dtype, count, spec) {
+function randomElements(dtype, count, spec, fail) {
   const info = dtypeInfo(dtype);
+  if (!spec || typeof spec !== 'object' || Array.isArray(spec)) throw fail('random must be an object {seed, low, high}');
+  for (const k of Object.keys(spec)) {
+    if (!['seed', 'low', 'high'].includes(k)) throw fail(`random.${k} is not a field of random (seed, low, high)`);
+  }
+  if (spec.seed === undefined) throw fail('random.seed is required');
+  if (!Number.isInteger(spec.seed) || spec.seed < 0) throw fail('random.seed must be an integer in [0, 2^64)');
   const out = new info.array(count);
-  if (spec.seed === undefined) throw new CaseError('random: "seed" is required');
   const gen = splitmix64(spec.seed);
   if (info.float) {
+    if (spec.low !== undefined && typeof spec.low !== 'number') throw fail('random.low must be a number');
+    if (spec.high !== undefined && typeof spec.high !== 'number') throw fail('random.high must be a number');
     const low = spec.low ?? -1;
     const high = spec.high ?? 1;
+    if (!(low <= high)) throw fail('random.low must be <= random.high');
     for (let i = 0; i < count; i++) {
       const u = gen.next().value;
       out[i] = storeFloat(dtype, low + (high - low) * (Math.floor(u / 256) / 16777216));
     }
-  } else {
-    // Exact integer arithmetic: low + u % (high - low + 1), with BigInt so int64 ranges do not lose bits.
-    const low = BigInt(spec.low ?? info.low);
-    const high = BigInt(spec.high ?? info.high);
-    if (high < low) throw new CaseError(`random: high ${high} < low ${low}`);
-    const span = high - low + 1n;
-    for (let i = 0; i < count; i++) {
-      const v = low + (BigInt(gen.next().value) % span);
-      out[i] = dtype === 'int64' ? v : Number(v);
-    }
+    return out;
+  }
+  // Exact integer arithmetic: low + u % (high - low + 1), with BigInt so int64 ranges do not lose bits.
+  if (spec.low !== undefined && !Number.isInteger(spec.low)) throw fail('random.low must be an integer');
+  if (spec.high !== undefined && !Number.isInteger(spec.high)) throw fail('random.high must be an integer');
+  const low = BigInt(spec.low ?? info.low);
+  const high = BigInt(spec.high ?? info.high);
+  if (low < BigInt(info.low) || high > BigInt(info.high)) {
+    throw fail(`random range [${low}, ${high}] exceeds ${dtype} [${info.low}, ${info.high}]`);
+  }
+  if (low > high) throw fail('random.low must be <= random.high');
+  const span = high - low + 1n;
+  for (let i = 0; i < count; i++) {
+    const v = low + (BigInt(gen.next().value) % span);
+    out[i] = dtype === 'int64' ? v : Number(v);
   }
   return out;
 }
@@ -153,24 +183,33 @@ export function bytesToBase64(bytes) {
   return out;
 }
 
+// Strict, canonical base64 (as the C++ loader): length a multiple of 4, padding only at the end.
 export function base64ToBytes(text) {
-  const clean = text.replace(/[\s=]/g, '');
-  const out = new Uint8Array(Math.floor((clean.length * 3) / 4));
-  let acc = 0;
-  let bits = 0;
+  const n = text.length;
+  if (n % 4 !== 0) throw new CaseError(`base64 length ${n} is not a multiple of 4`);
+  let pad = 0;
+  if (n >= 1 && text[n - 1] === '=') pad++;
+  if (n >= 2 && text[n - 2] === '=') pad++;
+  const out = new Uint8Array((n / 4) * 3 - pad);
   let o = 0;
-  for (let i = 0; i < clean.length; i++) {
-    const c = clean.charCodeAt(i);
-    const v = c < 128 ? B64_INDEX[c] : -1;
-    if (v < 0) throw new CaseError(`base64: invalid character "${clean[i]}"`);
-    acc = (acc << 6) | v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[o++] = (acc >> bits) & 255;
+  for (let i = 0; i < n; i += 4) {
+    const last = i + 4 === n;
+    let bits = 0;
+    for (let k = 0; k < 4; k++) {
+      const c = text.charCodeAt(i + k);
+      let v;
+      if (text[i + k] === '=' && last && k >= 4 - pad) v = 0;
+      else {
+        v = c < 128 ? B64_INDEX[c] : -1;
+        if (v < 0) throw new CaseError(`invalid base64 character at offset ${i + k}`);
+      }
+      bits = (bits << 6) | v;
     }
+    if (last && pad && (bits & ((1 << (8 * pad)) - 1)) !== 0) throw new CaseError('non-canonical base64 padding');
+    const count = last ? 3 - pad : 3;
+    for (let k = 0; k < count; k++) out[o++] = (bits >> (16 - 8 * k)) & 255;
   }
-  return out.subarray(0, o);
+  return out;
 }
 
 function bytesOf(typed) {
@@ -179,37 +218,67 @@ function bytesOf(typed) {
 
 // ---- tensors ----
 
-// Returns { dtype, shape, data: TypedArray } from a case tensor object (data | base64 | random).
+const MAX_CASE_TENSOR_BYTES = 2 ** 32;
+
+// Returns { dtype, shape, data: TypedArray } from a case tensor object (data | base64 | random), checking it in
+// the C++ loader's order with its messages.
 export function materializeTensor(t, what = 'tensor') {
-  if (!t || typeof t !== 'object') throw new CaseError(`${what}: not a tensor object`);
-  const info = dtypeInfo(t.dtype);
-  if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isInteger(d) && d >= 0)) {
-    throw new CaseError(`${what}: shape must be a list of non-negative integers`);
+  const fail = (rule) => new CaseError(`${what}: ${rule}`);
+  if (!t || typeof t !== 'object' || Array.isArray(t)) throw fail('must be a tensor object {dtype, shape, data|base64|random}');
+  for (const k of Object.keys(t)) {
+    if (!['dtype', 'shape', 'data', 'base64', 'random'].includes(k)) {
+      throw fail(`"${k}" is not a tensor field (dtype, shape, data, base64, random)`);
+    }
   }
+  if (typeof t.dtype !== 'string') throw fail('dtype is required (a string)');
+  const info = DTYPES[t.dtype];
+  if (!info || (t.dtype === 'float64' && !ArrayBuffer.isView(t.data) && t.base64 === undefined)) {
+    throw fail(`unknown dtype "${t.dtype}" (${CASE_DTYPES.join(', ')})`);
+  }
+  if (!Array.isArray(t.shape) || !t.shape.every((d) => typeof d === 'number')) throw fail('shape is required (an array of integers)');
+  t.shape.forEach((d, i) => {
+    if (!Number.isInteger(d) || d < 0) throw fail(`shape[${i}] = ${d} must be a non-negative integer`);
+  });
   if (ArrayBuffer.isView(t.data)) return { dtype: t.dtype, shape: t.shape.slice(), data: t.data };
   const count = elementCount(t.shape);
+  if (count > MAX_CASE_TENSOR_BYTES || count * info.bytes > MAX_CASE_TENSOR_BYTES) {
+    throw fail(`shape ${shapeText(t.shape)} is too large (over 4 GiB of ${t.dtype})`);
+  }
   const sources = ['data', 'base64', 'random'].filter((k) => t[k] !== undefined);
-  if (sources.length !== 1) throw new CaseError(`${what}: give exactly one of data, base64, random`);
+  if (sources.length !== 1) throw fail('give the elements in exactly one of data, base64 or random');
   let data;
   if (t.random !== undefined) {
-    data = randomElements(t.dtype, count, t.random);
+    data = randomElements(t.dtype, count, t.random, fail);
   } else if (t.base64 !== undefined) {
-    const bytes = base64ToBytes(t.base64);
+    if (typeof t.base64 !== 'string') throw fail('base64 must be a string');
+    let bytes;
+    try {
+      bytes = base64ToBytes(t.base64);
+    } catch (err) {
+      throw fail(`bad base64: ${err.message}`);
+    }
     if (bytes.length !== count * info.bytes) {
-      throw new CaseError(`${what}: base64 holds ${bytes.length} bytes, shape needs ${count * info.bytes}`);
+      throw fail(`base64 holds ${bytes.length} bytes but shape ${shapeText(t.shape)} of ${t.dtype} needs ${count * info.bytes}`);
     }
     // Copy into a fresh, aligned buffer so the typed array view is legal for every element size.
     const aligned = new Uint8Array(bytes.length);
     aligned.set(bytes);
     data = new info.array(aligned.buffer);
   } else {
-    const flat = Array.isArray(t.data) ? t.data.flat(Infinity) : [t.data];
-    if (flat.length !== count) throw new CaseError(`${what}: data has ${flat.length} numbers, shape needs ${count}`);
+    if (!Array.isArray(t.data) || !t.data.every((v) => typeof v === 'number')) throw fail('data must be an array of numbers');
+    if (t.data.length !== count) {
+      throw fail(`data has ${t.data.length} values but shape ${shapeText(t.shape)} holds ${count}`);
+    }
     data = new info.array(count);
     for (let i = 0; i < count; i++) {
-      if (info.float) data[i] = storeFloat(t.dtype, Number(flat[i]));
-      else if (t.dtype === 'int64') data[i] = BigInt(flat[i]);
-      else data[i] = Number(flat[i]);
+      const v = t.data[i];
+      if (info.float) {
+        data[i] = storeFloat(t.dtype, v);
+        continue;
+      }
+      if (!Number.isInteger(v)) throw fail(`data[${i}] = ${v} is not an ${t.dtype} integer`);
+      if (BigInt(v) < BigInt(info.low) || BigInt(v) > BigInt(info.high)) throw fail(`data[${i}] = ${v} is out of range for ${t.dtype}`);
+      data[i] = t.dtype === 'int64' ? BigInt(v) : v;
     }
   }
   return { dtype: t.dtype, shape: t.shape.slice(), data };
@@ -220,29 +289,50 @@ export function tensorToJson(tensor) {
   return { dtype: tensor.dtype, shape: tensor.shape.slice(), base64: bytesToBase64(bytesOf(tensor.data)) };
 }
 
-const DEFAULT_OUTPUTS = {
-  GroupQueryAttention: ['output', 'present_key', 'present_value'],
-  QAttention: ['output'],
-};
+export const OPS = ['GroupQueryAttention', 'QAttention'];
 
-// Validates the envelope of a case and fills defaults; tensors stay lazy until materializeInputs().
-export function normalizeCase(obj) {
-  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new CaseError('a case must be a JSON object');
-  const op = obj.op ?? 'GroupQueryAttention';
-  if (!DEFAULT_OUTPUTS[op]) throw new CaseError(`op: unknown operator "${op}"`);
+// "com.microsoft.GroupQueryAttention" -> "GroupQueryAttention"; throws the C++ registry's message otherwise.
+export function canonicalOp(op) {
+  const name = typeof op === 'string' ? op.replace(/^com\.microsoft\./, '') : op;
+  if (!OPS.includes(name)) throw new CaseError(`op: "${op}" is not a supported operator (${OPS.join(', ')})`);
+  return name;
+}
+
+// The outputs the ops produce when a case lists none (as the C++ op registry decides).
+function defaultOutputs(op, inputs) {
+  if (op === 'QAttention') return inputs.past ? ['output', 'present'] : ['output'];
+  return ['output', 'present_key', 'present_value'];
+}
+
+// Validates the envelope of a case (as native/case/case_file.cc does, same messages) and fills defaults;
+// tensors stay lazy until materializeInputs().
+export function normalizeCase(obj, index = 0) {
+  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new CaseError(`case #${index}: must be an object`);
+  if (obj.name !== undefined && typeof obj.name !== 'string') throw new CaseError('name: must be a string');
+  if (typeof obj.op !== 'string') throw new CaseError('op: required (a string such as "GroupQueryAttention")');
+  const op = canonicalOp(obj.op);
+  if (obj.attrs !== undefined && (typeof obj.attrs !== 'object' || obj.attrs === null || Array.isArray(obj.attrs))) {
+    throw new CaseError('attrs: must be an object');
+  }
+  if (!obj.inputs || typeof obj.inputs !== 'object' || Array.isArray(obj.inputs)) {
+    throw new CaseError('inputs: required (an object of named tensors)');
+  }
+  if (obj.outputs !== undefined && (!Array.isArray(obj.outputs) || !obj.outputs.every((o) => typeof o === 'string'))) {
+    throw new CaseError('outputs: must be an array of output names');
+  }
   return {
     ...obj,
-    name: obj.name ?? '(unnamed)',
+    name: obj.name ?? `#${index}`,
     op,
     attrs: { ...(obj.attrs ?? {}) },
-    inputs: { ...(obj.inputs ?? {}) },
-    outputs: (obj.outputs ?? DEFAULT_OUTPUTS[op]).slice(),
+    inputs: { ...obj.inputs },
+    outputs: (obj.outputs ?? defaultOutputs(op, obj.inputs)).slice(),
   };
 }
 
 // A file holds one case or an array of cases.
 export function casesFromJson(value) {
-  return (Array.isArray(value) ? value : [value]).map(normalizeCase);
+  return (Array.isArray(value) ? value : [value]).map((c, i) => normalizeCase(c, i));
 }
 
 export function materializeInputs(caseObj) {

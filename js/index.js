@@ -4,26 +4,18 @@
 import { AttnkitError } from './errors.js';
 import { availableCores, BUILDS, detectBuild, loadModule, terminateWorkers } from './loader.js';
 import { heapBuffer, runOperator } from './marshal.js';
-import { CaseError, DTYPES, materializeTensor, normalizeCase } from './case.js';
+import { CaseError, materializeTensor, normalizeCase } from './case.js';
 
 export { AttnkitError };
 
 const PATHS = new Set(['auto', 'naive', 'flash']);
 // The native case loader's limit per tensor (native/case/case_file.h kMaxCaseTensorBytes).
-const MAX_CASE_TENSOR_BYTES = 2n ** 32n;
 
-// A case's inputs as typed arrays. Oversized shapes are refused before allocating, with the native
-// case loader's message, so `attnkit run` and runCase fail alike.
+// A case's inputs as typed arrays, refused with the native case loader's messages (oversized shapes
+// before anything is allocated), so `attnkit run` and runCase fail alike.
 function materializeCaseInputs(c) {
   const inputs = {};
   for (const [name, t] of Object.entries(c.inputs)) {
-    const bytes = DTYPES[t?.dtype]?.bytes;
-    if (bytes && Array.isArray(t.shape) && t.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
-      const elements = t.shape.reduce((n, d) => n * BigInt(d), 1n);
-      if (elements > MAX_CASE_TENSOR_BYTES || elements * BigInt(bytes) > MAX_CASE_TENSOR_BYTES) {
-        throw new AttnkitError(`${name}: shape [${t.shape.join(', ')}] is too large (over 4 GiB of ${t.dtype})`);
-      }
-    }
     try {
       inputs[name] = materializeTensor(t, name);
     } catch (e) {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# attnkit: `npm test` — installs what is missing, builds, then runs every suite: GoogleTest through ctest (native),
-# then node:test over tests/js (the case corpus against the reference and onnxruntime-node, the JS package).
-# Every suite runs even if an earlier one fails; the exit status is non-zero if any failed.
+# attnkit: `npm test` — installs what is missing, builds, then runs every suite:
+#   GoogleTest natively (every ISA this CPU runs or SIMDe emulates), cross-built for aarch64 under qemu (real
+#   NEON), and built for wasm under Node through ctest (threaded and single-thread); node:test over tests/js (the
+#   case corpus against the reference and onnxruntime-node, the JS package on both wasm builds); and the browser
+#   suite in headless Chromium. Every suite runs even if an earlier one fails; the last line sums them up.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,29 +11,46 @@ bash scripts/setup.sh || exit 1
 bash scripts/build.sh || exit 1
 
 failed=()
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+export GTEST_BRIEF=1  # GoogleTest prints failures and its summary only
 
-# ---- native: GoogleTest (kernels vs reference per ISA, ops vs reference, validation) ----
-echo "== native tests (ctest, build/native)"
-if ! ctest --test-dir build/native --output-on-failure -j "$(nproc)"; then failed+=("native ctest"); fi
+# Runs one suite, teeing its output into the log the final count is read from.
+suite() {
+  local name=$1
+  shift
+  echo "== $name"
+  "$@" 2>&1 | tee -a "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("$name")
+}
 
-# ---- JS: node:test (corpus vs reference and ORT, package API) ----
-# The timeout turns a hung wasm worker or ORT session into a failure instead of a stuck CI job.
-echo "== JS tests (node --test tests/js)"
-js_log=$(mktemp)
-node --test --test-timeout=600000 tests/js/ 2>&1 | tee "$js_log"
-js_status=${PIPESTATUS[0]}
-[ "$js_status" -eq 0 ] || failed+=("node:test")
-
-# ---- browser: headless Chromium (demo page, ORT's WebGPU EP vs the reference); skips itself without Chromium ----
-echo "== browser tests (node --test tests/browser)"
-node --test --test-timeout=600000 tests/browser/ 2>&1 | tee -a "$js_log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("browser node:test")
-
-echo "== summary"
-grep -E '^# (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms)' "$js_log" | sed 's/^# /  js /'
-rm -f "$js_log"
-if [ ${#failed[@]} -gt 0 ]; then
-  echo "FAILED: ${failed[*]}"
-  exit 1
+suite "native GoogleTest (ctest, build/native)" ctest --test-dir build/native --output-on-failure -V
+if bash scripts/build-aarch64.sh; then
+  suite "aarch64 GoogleTest under qemu (ctest, build/aarch64)" ctest --test-dir build/aarch64 --output-on-failure -V
+else
+  failed+=("aarch64 build")
 fi
-echo "all suites passed"
+# Both wasm flavours again with the GoogleTest suite, run under Node by ctest.
+suite "wasm GoogleTest under Node (ctest, build/wasm-*)" env ATTNKIT_WASM_TESTS=1 ATTNKIT_CTEST_ARGS=-V bash scripts/build-wasm.sh
+# The timeout turns a hung wasm worker or ORT session into a failure instead of a stuck CI job.
+suite "JS tests (node --test tests/js)" node --test --test-timeout=600000 tests/js/
+suite "browser tests (node --test tests/browser)" node --test --test-timeout=600000 tests/browser/
+
+# One closing line over every runner: GoogleTest's "[  PASSED  ] N tests." / "[  FAILED  ] N tests," and
+# node:test's "# pass N" / "# fail N".
+# (ctest -V prefixes each line of a test's output with "N: ".)
+count() {
+  awk -v what="$1" '{ sub(/^[0-9]+: /, "") }
+    what == "pass" && /^\[  PASSED  \] [0-9]+ test/ { s += $4 }
+    what == "fail" && /^\[  FAILED  \] [0-9]+ test/ { s += $4 }
+    $1 == "#" && $2 == what && $3 ~ /^[0-9]+$/ { s += $3 }
+    END { print s + 0 }' "$log"
+}
+passed=$(count pass)
+failures=$(count fail)
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED suites: ${failed[*]}"
+  [ "$failures" -gt 0 ] || failures=${#failed[@]}
+fi
+echo "${passed} passed, ${failures} failed"
+[ ${#failed[@]} -eq 0 ]
