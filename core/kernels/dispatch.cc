@@ -1,8 +1,9 @@
 // attnkit: fills the kernel table once per ISA from the family files compiled into this build.
-// A family without a file for some ISA uses its scalar kernels there, so an ISA can be brought up
-// one family at a time; CPU features decide which ISAs are runnable.
+// CMake compiles core/kernels/<family>/<isa>.cc for the ISAs the target can hold and defines
+// ATTNKIT_HAVE_<FAMILY>_<ISA>; CPU features decide which of those ISAs are runnable here.
 #include "dispatch.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -15,44 +16,30 @@
 namespace attnkit {
 
 // Each family file <family>/<isa>.cc defines one of these.
-#define ATTNKIT_DECLARE_FAMILY(Type, name, isa) extern const Type name##_##isa;
-#define ATTNKIT_DECLARE_ALL(isa)                                \
-  ATTNKIT_DECLARE_FAMILY(QkGemmKernels, kQkGemm, isa)           \
-  ATTNKIT_DECLARE_FAMILY(SvGemmKernels, kSvGemm, isa)           \
-  ATTNKIT_DECLARE_FAMILY(KvQuantKernels, kKvQuant, isa)         \
-  ATTNKIT_DECLARE_FAMILY(SoftmaxKernels, kSoftmax, isa)         \
-  ATTNKIT_DECLARE_FAMILY(RotaryKernels, kRotary, isa)
-ATTNKIT_DECLARE_ALL(scalar)
-ATTNKIT_DECLARE_ALL(avx2)
-ATTNKIT_DECLARE_ALL(avx512)
-ATTNKIT_DECLARE_ALL(neon)
-ATTNKIT_DECLARE_ALL(wasm128)
-// QAttention's projection family has its own ISA files: avx512 uses the VNNI file when the CPU has
-// VNNI (else the AVX2 one), and avx2 uses AVX-VNNI where the CPU reports it.
-extern const GemmU8X8Kernels kGemmU8X8_scalar;
-#if defined(ATTNKIT_HAVE_GEMM_U8X8_AVX2)
-extern const GemmU8X8Kernels kGemmU8X8_avx2;
+#define ATTNKIT_DECLARE_ISA(isa)                   \
+  extern const QkGemmKernels kQkGemm_##isa;       \
+  extern const SvGemmKernels kSvGemm_##isa;       \
+  extern const KvQuantKernels kKvQuant_##isa;     \
+  extern const SoftmaxKernels kSoftmax_##isa;     \
+  extern const RotaryKernels kRotary_##isa;       \
+  extern const GemmU8X8Kernels kGemmU8X8_##isa;
+ATTNKIT_DECLARE_ISA(scalar)
+ATTNKIT_DECLARE_ISA(avx2)
+ATTNKIT_DECLARE_ISA(avx512)
+ATTNKIT_DECLARE_ISA(neon)
+ATTNKIT_DECLARE_ISA(wasm128)
+// Variants beyond one file per ISA: VNNI kernels for the avx2/avx512 tables, sdot for the neon one.
 extern const GemmU8X8Kernels kGemmU8X8_avxvnni;
-#endif
-#if defined(ATTNKIT_HAVE_GEMM_U8X8_AVX512VNNI)
 extern const GemmU8X8Kernels kGemmU8X8_avx512vnni;
-#endif
-#if defined(ATTNKIT_HAVE_GEMM_U8X8_NEON)
-extern const GemmU8X8Kernels kGemmU8X8_neon;
-#endif
-#if defined(ATTNKIT_HAVE_GEMM_U8X8_WASM128)
-extern const GemmU8X8Kernels kGemmU8X8_wasm128;
-#endif
-#if defined(ATTNKIT_HAVE_QK_GEMM_AVX512VNNI)
+extern const GemmU8X8Kernels kGemmU8X8_neon_dotprod;
 void qk_gemm_s8_approx_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq,
                                   const void* K, size_t ldk, float alpha, float* C, size_t ldc);
-#endif
 
 namespace {
 
 struct CpuFeatures {
-  bool avx2 = false, fma = false, f16c = false, avx512 = false, avx512vnni = false;
-  bool neon = false, dotprod = false;
+  bool avx2 = false, fma = false, f16c = false, avx512 = false, avx512vnni = false, avxvnni = false;
+  bool dotprod = false;
   std::vector<std::string> names;
 };
 
@@ -61,33 +48,25 @@ const CpuFeatures& cpu() {
     CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    f.avx2 = __builtin_cpu_supports("avx2");
-    f.fma = __builtin_cpu_supports("fma");
-    f.f16c = __builtin_cpu_supports("f16c");
-    f.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-    f.avx512vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
-    const char* names[] = {"sse4.2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq",
-                           "avx512vl", "avx512vnni", "avx512bf16"};
-    for (const char* n : names) {
-      // __builtin_cpu_supports needs a literal, so probe the list through a switch-free helper.
-      bool has = false;
-      std::string s(n);
-      if (s == "sse4.2") has = __builtin_cpu_supports("sse4.2");
-      else if (s == "avx") has = __builtin_cpu_supports("avx");
-      else if (s == "avx2") has = f.avx2;
-      else if (s == "fma") has = f.fma;
-      else if (s == "f16c") has = f.f16c;
-      else if (s == "avx512f") has = __builtin_cpu_supports("avx512f");
-      else if (s == "avx512bw") has = __builtin_cpu_supports("avx512bw");
-      else if (s == "avx512dq") has = __builtin_cpu_supports("avx512dq");
-      else if (s == "avx512vl") has = __builtin_cpu_supports("avx512vl");
-      else if (s == "avx512vnni") has = __builtin_cpu_supports("avx512vnni");
-      else if (s == "avx512bf16") has = __builtin_cpu_supports("avx512bf16");
-      if (has) f.names.push_back(s);
-    }
+    // __builtin_cpu_supports takes only literals, hence one line per feature.
+    auto note = [&f](bool has, const char* name) {
+      if (has) f.names.push_back(name);
+      return has;
+    };
+    note(__builtin_cpu_supports("sse4.2"), "sse4.2");
+    note(__builtin_cpu_supports("avx"), "avx");
+    f.avx2 = note(__builtin_cpu_supports("avx2"), "avx2");
+    f.fma = note(__builtin_cpu_supports("fma"), "fma");
+    f.f16c = note(__builtin_cpu_supports("f16c"), "f16c");
+    const bool f512 = note(__builtin_cpu_supports("avx512f"), "avx512f");
+    const bool bw = note(__builtin_cpu_supports("avx512bw"), "avx512bw");
+    const bool dq = note(__builtin_cpu_supports("avx512dq"), "avx512dq");
+    const bool vl = note(__builtin_cpu_supports("avx512vl"), "avx512vl");
+    f.avx512 = f512 && bw && dq && vl;
+    f.avx512vnni = note(__builtin_cpu_supports("avx512vnni"), "avx512vnni") && f.avx512;
+    note(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
+    f.avxvnni = note(__builtin_cpu_supports("avxvnni"), "avxvnni") && f.avx2;
 #elif defined(__aarch64__)
-    f.neon = true;
     f.names.push_back("neon");
 #if defined(__linux__) && defined(HWCAP_ASIMDDP)
     f.dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
@@ -101,172 +80,80 @@ const CpuFeatures& cpu() {
   return features;
 }
 
-bool isa_runnable(const std::string& isa) {
-  const CpuFeatures& f = cpu();
-  if (isa == "scalar") return true;
+// The ISAs this build holds (CMake compiles every family for each of them).
+bool isa_compiled(const std::string& isa) {
+  return isa == "scalar"
 #if defined(ATTNKIT_HAVE_QK_GEMM_AVX2)
-  if (isa == "avx2") return f.avx2 && f.fma && f.f16c;
+         || isa == "avx2"
 #endif
 #if defined(ATTNKIT_HAVE_QK_GEMM_AVX512)
-  if (isa == "avx512") return f.avx512 && f.fma && f.f16c;
+         || isa == "avx512"
 #endif
 #if defined(ATTNKIT_HAVE_QK_GEMM_NEON)
-  if (isa == "neon") return true;  // native on aarch64, SIMDe-emulated elsewhere
+         || isa == "neon"  // native on aarch64, SIMDe-emulated elsewhere
 #endif
 #if defined(ATTNKIT_HAVE_QK_GEMM_WASM128)
-  if (isa == "wasm128") return true;  // native under Emscripten, SIMDe-emulated elsewhere
+         || isa == "wasm128"  // native under Emscripten, SIMDe-emulated elsewhere
 #endif
-  (void)f;
-  return false;
+      ;
 }
 
-// Picks family `name` for `isa` when its file exists, else the scalar one.
-#define ATTNKIT_PICK(table, field, name, isa_token, HAVE) \
-  do {                                                     \
-    if (HAVE) table.field = name##_##isa_token;            \
-  } while (0)
+bool isa_runnable(const std::string& isa) {
+  if (!isa_compiled(isa)) return false;
+  const CpuFeatures& f = cpu();
+  if (isa == "avx2") return f.avx2 && f.fma && f.f16c;
+  if (isa == "avx512") return f.avx512 && f.fma && f.f16c;
+  return true;
+}
+
+void fill(KernelTable* t, const char* isa, const QkGemmKernels& qk, const SvGemmKernels& sv, const KvQuantKernels& kv,
+          const SoftmaxKernels& sm, const RotaryKernels& ro, const GemmU8X8Kernels& gemm) {
+  t->isa = isa;
+  t->qk = qk;
+  t->sv = sv;
+  t->kv = kv;
+  t->softmax = sm;
+  t->rotary = ro;
+  t->gemm_u8x8 = gemm;
+}
+#define ATTNKIT_FILL(isa) \
+  fill(t.get(), #isa, kQkGemm_##isa, kSvGemm_##isa, kKvQuant_##isa, kSoftmax_##isa, kRotary_##isa, kGemmU8X8_##isa)
 
 std::unique_ptr<KernelTable> build_table(const std::string& isa) {
   auto t = std::make_unique<KernelTable>();
-  t->qk = kQkGemm_scalar;
-  t->sv = kSvGemm_scalar;
-  t->kv = kKvQuant_scalar;
-  t->softmax = kSoftmax_scalar;
-  t->rotary = kRotary_scalar;
-  t->gemm_u8x8 = kGemmU8X8_scalar;
-  t->isa = "scalar";
-#define ATTNKIT_FILL(isa_token, FAM_QK, FAM_SV, FAM_KV, FAM_SM, FAM_RO) \
-  if (isa == #isa_token) {                                               \
-    t->isa = #isa_token;                                                 \
-    FAM_QK(t->qk = kQkGemm_##isa_token);                                 \
-    FAM_SV(t->sv = kSvGemm_##isa_token);                                 \
-    FAM_KV(t->kv = kKvQuant_##isa_token);                                \
-    FAM_SM(t->softmax = kSoftmax_##isa_token);                           \
-    FAM_RO(t->rotary = kRotary_##isa_token);                             \
-  }
-#define ATTNKIT_YES(x) x;
-#define ATTNKIT_NO(x)
+  const CpuFeatures& f = cpu();
+  (void)f;
+  ATTNKIT_FILL(scalar);
 #if defined(ATTNKIT_HAVE_QK_GEMM_AVX2)
-#define QK_AVX2 ATTNKIT_YES
-#else
-#define QK_AVX2 ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_SV_GEMM_AVX2)
-#define SV_AVX2 ATTNKIT_YES
-#else
-#define SV_AVX2 ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_KV_QUANT_AVX2)
-#define KV_AVX2 ATTNKIT_YES
-#else
-#define KV_AVX2 ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_SOFTMAX_AVX2)
-#define SM_AVX2 ATTNKIT_YES
-#else
-#define SM_AVX2 ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_ROTARY_AVX2)
-#define RO_AVX2 ATTNKIT_YES
-#else
-#define RO_AVX2 ATTNKIT_NO
+  if (isa == "avx2") {
+    ATTNKIT_FILL(avx2);
+    if (f.avxvnni) t->gemm_u8x8 = kGemmU8X8_avxvnni;
+  }
 #endif
 #if defined(ATTNKIT_HAVE_QK_GEMM_AVX512)
-#define QK_AVX512 ATTNKIT_YES
-#else
-#define QK_AVX512 ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_SV_GEMM_AVX512)
-#define SV_AVX512 ATTNKIT_YES
-#else
-#define SV_AVX512 ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_KV_QUANT_AVX512)
-#define KV_AVX512 ATTNKIT_YES
-#else
-#define KV_AVX512 ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_SOFTMAX_AVX512)
-#define SM_AVX512 ATTNKIT_YES
-#else
-#define SM_AVX512 ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_ROTARY_AVX512)
-#define RO_AVX512 ATTNKIT_YES
-#else
-#define RO_AVX512 ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_QK_GEMM_NEON)
-#define QK_NEON ATTNKIT_YES
-#else
-#define QK_NEON ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_SV_GEMM_NEON)
-#define SV_NEON ATTNKIT_YES
-#else
-#define SV_NEON ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_KV_QUANT_NEON)
-#define KV_NEON ATTNKIT_YES
-#else
-#define KV_NEON ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_SOFTMAX_NEON)
-#define SM_NEON ATTNKIT_YES
-#else
-#define SM_NEON ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_ROTARY_NEON)
-#define RO_NEON ATTNKIT_YES
-#else
-#define RO_NEON ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_QK_GEMM_WASM128)
-#define QK_WASM ATTNKIT_YES
-#else
-#define QK_WASM ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_SV_GEMM_WASM128)
-#define SV_WASM ATTNKIT_YES
-#else
-#define SV_WASM ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_KV_QUANT_WASM128)
-#define KV_WASM ATTNKIT_YES
-#else
-#define KV_WASM ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_SOFTMAX_WASM128)
-#define SM_WASM ATTNKIT_YES
-#else
-#define SM_WASM ATTNKIT_NO
-#endif
-#if defined(ATTNKIT_HAVE_ROTARY_WASM128)
-#define RO_WASM ATTNKIT_YES
-#else
-#define RO_WASM ATTNKIT_NO
-#endif
-  ATTNKIT_FILL(avx2, QK_AVX2, SV_AVX2, KV_AVX2, SM_AVX2, RO_AVX2)
-  ATTNKIT_FILL(avx512, QK_AVX512, SV_AVX512, KV_AVX512, SM_AVX512, RO_AVX512)
-  ATTNKIT_FILL(neon, QK_NEON, SV_NEON, KV_NEON, SM_NEON, RO_NEON)
-  ATTNKIT_FILL(wasm128, QK_WASM, SV_WASM, KV_WASM, SM_WASM, RO_WASM)
-#if defined(ATTNKIT_HAVE_QK_GEMM_AVX512VNNI)
-  // The approximate VNNI QK is opt-in (it quantizes the query); attach it only where the CPU has VNNI.
-  if (isa == "avx512" && cpu().avx512vnni) t->qk.s8_approx_vnni = qk_gemm_s8_approx_avx512vnni;
-#endif
-#if defined(ATTNKIT_HAVE_GEMM_U8X8_AVX2)
-  if (isa == "avx2" || isa == "avx512") {
-    t->gemm_u8x8 = __builtin_cpu_supports("avxvnni") ? kGemmU8X8_avxvnni : kGemmU8X8_avx2;
+  if (isa == "avx512") {
+    ATTNKIT_FILL(avx512);
+    // No 512-bit integer GEMM without VNNI: the AVX2 one (or AVX-VNNI) serves the avx512 table then.
+    t->gemm_u8x8 = f.avxvnni ? kGemmU8X8_avxvnni : kGemmU8X8_avx2;
+    if (f.avx512vnni) {
+      t->gemm_u8x8 = kGemmU8X8_avx512vnni;
+      // The approximate VNNI QK is opt-in (it quantizes the query): the driver uses it only when asked.
+      t->qk.s8_approx_vnni = qk_gemm_s8_approx_avx512vnni;
+    }
   }
 #endif
-#if defined(ATTNKIT_HAVE_GEMM_U8X8_AVX512VNNI)
-  if (isa == "avx512" && cpu().avx512vnni) t->gemm_u8x8 = kGemmU8X8_avx512vnni;
+#if defined(ATTNKIT_HAVE_QK_GEMM_NEON)
+  if (isa == "neon") {
+    ATTNKIT_FILL(neon);
+#if defined(__aarch64__)
+    if (f.dotprod) t->gemm_u8x8 = kGemmU8X8_neon_dotprod;
+#else
+    t->gemm_u8x8 = kGemmU8X8_neon_dotprod;  // SIMDe emulates sdot on any host
 #endif
-#if defined(ATTNKIT_HAVE_GEMM_U8X8_NEON)
-  if (isa == "neon") t->gemm_u8x8 = kGemmU8X8_neon;
+  }
 #endif
-#if defined(ATTNKIT_HAVE_GEMM_U8X8_WASM128)
-  if (isa == "wasm128") t->gemm_u8x8 = kGemmU8X8_wasm128;
+#if defined(ATTNKIT_HAVE_QK_GEMM_WASM128)
+  if (isa == "wasm128") ATTNKIT_FILL(wasm128);
 #endif
   return t;
 }
@@ -339,5 +226,10 @@ std::vector<std::string> available_isas() {
 }
 
 std::vector<std::string> cpu_features() { return cpu().names; }
+
+bool cpu_has_feature(const std::string& name) {
+  const auto& names = cpu().names;
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
 
 }  // namespace attnkit

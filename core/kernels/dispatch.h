@@ -35,7 +35,8 @@ const KernelTable* kernel_table_for(const std::string& isa);
 std::vector<std::string> available_isas();
 // The ISA the CPU would pick natively (ignores ATTNKIT_ISA).
 std::string best_native_isa();
-// CPU feature names detected at start (for `attnkit info`).
+// CPU feature names detected at start (for `attnkit info`), e.g. "avx2", "avx512vnni", "avxvnni", "dotprod".
 std::vector<std::string> cpu_features();
+bool cpu_has_feature(const std::string& name);
 
 }  // namespace attnkit
