@@ -13,9 +13,10 @@
 
 namespace attnkit::bench {
 
-// Best of a few runs of a register-only FMA loop: GFLOP/s of one core at the widest FMA available.
+// Register-only FMA chains: 12 independent accumulators cover latency x throughput on either width.
+// Each call runs iters * 12 FMAs of 16 (AVX512) or 8 (AVX2) lanes and returns a value to keep it alive.
 #if defined(__x86_64__)
-__attribute__((target("avx512f,fma"))) inline double fma_loop_avx512(long iters) {
+__attribute__((target("avx512f,fma"), noinline)) inline float fma_loop_avx512(long iters) {
   __m512 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
   const __m512 a = _mm512_set1_ps(0.9999f), b = _mm512_set1_ps(0.0001f);
@@ -25,9 +26,9 @@ __attribute__((target("avx512f,fma"))) inline double fma_loop_avx512(long iters)
   }
   __m512 sum = acc[0];
   for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, acc[i]);
-  return static_cast<double>(_mm512_reduce_add_ps(sum));
+  return _mm512_reduce_add_ps(sum);
 }
-__attribute__((target("avx2,fma"))) inline double fma_loop_avx2(long iters) {
+__attribute__((target("avx2,fma"), noinline)) inline float fma_loop_avx2(long iters) {
   __m256 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(0.001f * static_cast<float>(i));
   const __m256 a = _mm256_set1_ps(0.9999f), b = _mm256_set1_ps(0.0001f);
@@ -43,21 +44,32 @@ __attribute__((target("avx2,fma"))) inline double fma_loop_avx2(long iters) {
 }
 #endif
 
-// GFLOP/s of one core; `wide` selects AVX512 (else AVX2). 0 where the ISA is missing.
+// Sums a buffer with 16 independent lanes (vectorized): one read pass.
+#if defined(__x86_64__)
+__attribute__((target("avx2")))
+#endif
+inline float read_pass(const std::vector<float>& buf) {
+  float acc[16] = {};
+  for (size_t i = 0; i + 16 <= buf.size(); i += 16)
+    for (int k = 0; k < 16; ++k) acc[k] += buf[i + k];
+  float total = 0.0f;
+  for (float a : acc) total += a;
+  return total;
+}
+
+// GFLOP/s of one core, best of a few runs; `wide` selects AVX512 (else AVX2). 0 where the ISA is missing.
 inline double measured_fma_peak_gflops(bool wide) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (wide && !__builtin_cpu_supports("avx512f")) return 0.0;
-  if (!wide && !__builtin_cpu_supports("avx2")) return 0.0;
+  if (wide ? !__builtin_cpu_supports("avx512f") : !__builtin_cpu_supports("avx2")) return 0.0;
   const long iters = 2000000;
   double best = 0.0;
-  volatile double sink = 0.0;
+  volatile float sink = 0.0f;
   for (int rep = 0; rep < 5; ++rep) {
     auto t0 = std::chrono::steady_clock::now();
     sink = sink + (wide ? fma_loop_avx512(iters) : fma_loop_avx2(iters));
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double flops = 2.0 * 12 * (wide ? 16 : 8) * static_cast<double>(iters);
-    best = std::max(best, flops / s * 1e-9);
+    best = std::max(best, 2.0 * 12 * (wide ? 16 : 8) * static_cast<double>(iters) / s * 1e-9);
   }
   return best;
 #else
@@ -66,24 +78,16 @@ inline double measured_fma_peak_gflops(bool wide) {
 #endif
 }
 
-// GB/s of one thread summing a buffer of `bytes` (best of a few passes).
-#if defined(__x86_64__)
-__attribute__((target("avx2")))
-#endif
+// GB/s of one thread reading a buffer of `bytes` (best of a few passes after a warm-up pass).
 inline double measured_read_bandwidth_gbs(size_t bytes) {
   std::vector<float> buf(bytes / sizeof(float), 1.0f);
   double best = 0.0;
-  volatile float sink = 0.0f;
-  for (int rep = 0; rep < 6; ++rep) {
+  volatile float sink = read_pass(buf);
+  for (int rep = 0; rep < 5; ++rep) {
     auto t0 = std::chrono::steady_clock::now();
-    float acc[16] = {};
-    for (size_t i = 0; i + 16 <= buf.size(); i += 16)
-      for (int k = 0; k < 16; ++k) acc[k] += buf[i + k];
+    sink = sink + read_pass(buf);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    float total = 0.0f;
-    for (float a : acc) total += a;
-    sink = sink + total;
-    if (rep > 0) best = std::max(best, static_cast<double>(bytes) / s * 1e-9);  // first pass warms up
+    best = std::max(best, static_cast<double>(bytes) / s * 1e-9);
   }
   return best;
 }
