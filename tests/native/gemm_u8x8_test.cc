@@ -2,6 +2,7 @@
 // wasm128 included), against an int64 reference. The results are integers, so the check is equality.
 // Shapes cover K and N tails of every kernel granule (4/16/64), strided A/B, and the extreme operands
 // that saturate AVX2 maddubs (u8 255 x s8 -128 pairs) and the largest K for which int32 is exact.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -123,6 +124,34 @@ TEST(GemmU8X8, SaturatingOperandsAreExact) {
   for (const Ext& e : cases) {
     for (size_t K : {1, 3, 4, 63, 64, 65, 1000}) {
       check_all_variants(extreme_case(5, 19, K, e.s, e.a, e.b, e.za, e.zb), "extreme K=" + std::to_string(K));
+    }
+  }
+}
+
+// The packed form as the QAttention driver runs it: A packed once, B packed in a few column ranges,
+// C computed per column range (one granule, then the rest), every variant that has it; same bits.
+TEST(GemmU8X8, PackedFormByColumnRanges) {
+  const size_t shapes[][3] = {{1, 130, 768}, {5, 200, 65}, {13, 64, 3}, {9, 257, 129}};
+  uint32_t seed = 50;
+  for (const auto& sh : shapes) {
+    for (bool b_signed : {true, false}) {
+      const GemmCase c = random_case(sh[0], sh[1], sh[2], b_signed, true, seed++);
+      const std::vector<int32_t> want = reference(c);
+      for (const GemmU8X8Kernels& k : gemm_u8x8_variants()) {
+        if (k.column_granule == 0) continue;
+        std::vector<uint8_t> a(k.packed_a_bytes(c.M, c.K) + 64), b(k.packed_b_bytes(c.K, c.N) + 64);
+        void* pa = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(a.data()) + 63) & ~uintptr_t(63));
+        void* pb = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(b.data()) + 63) & ~uintptr_t(63));
+        k.pack_a(c.M, c.K, c.A.data(), c.lda, c.a_zp, pa);
+        const size_t split = std::min(c.N, 2 * k.column_granule);
+        k.pack_b(c.K, c.N, 0, split, c.B.data(), c.ldb, c.b_signed, c.b_zp.data(), pb);
+        if (split < c.N) k.pack_b(c.K, c.N, split, c.N, c.B.data(), c.ldb, c.b_signed, c.b_zp.data(), pb);
+        std::vector<int32_t> got(c.M * c.N, 0x5a5a5a5a);
+        const size_t first = std::min(c.N, k.column_granule);
+        k.compute(c.M, c.N, c.K, 0, first, pa, c.a_zp, pb, got.data(), c.N, nullptr);
+        if (first < c.N) k.compute(c.M, c.N, c.K, first, c.N, pa, c.a_zp, pb, got.data(), c.N, nullptr);
+        EXPECT_EQ(got, want) << k.variant << " M=" << c.M << " N=" << c.N << " K=" << c.K;
+      }
     }
   }
 }

@@ -243,6 +243,23 @@ TEST(QAttention, EveryIsaMatchesReference) {
   ASSERT_TRUE(set_kernel_isa(before));
 }
 
+// Prefill longer than one attention row block (kQAttentionQueryBlock): K/V read in place with shared
+// per-head panels (H = 16), gathered rows (H = 4), a last block short enough for the unpacked path
+// (S = 197), causal masking across blocks, and the result independent of the thread count.
+TEST(QAttention, SeveralQueryBlocksPerHead) {
+  uint32_t seed = 300;
+  for (int64_t S : {197, 203}) {
+    for (int64_t H : {4, 16}) {
+      Spec s;
+      s.B = 2, s.S = S, s.N = 2, s.H = H, s.per_column = true, s.weight_zp = true, s.seed = ++seed;
+      s.mask = seed % 2 ? Mask::kKeys : Mask::kEnd;
+      s.unidirectional = H == 16;
+      run_and_compare(s, 1);
+      run_and_compare(s, 3);
+    }
+  }
+}
+
 TEST(QAttention, BitIdenticalForAnyThreadCount) {
   Spec s;
   s.B = 2, s.S = 33, s.P = 15, s.N = 4, s.H = 16, s.mask = Mask::kKeys, s.per_column = true, s.weight_zp = true;

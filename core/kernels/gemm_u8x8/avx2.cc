@@ -32,13 +32,7 @@ void micro_madd16(const int16_t* const rows[kMr], size_t kgroups, const int16_t*
   }
 }
 
-void gemm_u8x8_avx2(size_t M, size_t N, size_t K, const uint8_t* A, size_t lda, int32_t a_zp,
-                    const void* B, size_t ldb, bool b_signed, const int32_t* b_zp, int32_t* C,
-                    size_t ldc, void* workspace) {
-  gemm_i16<kMr, kNr, 2>(M, N, K, A, lda, a_zp, B, ldb, b_signed, b_zp, C, ldc, workspace, micro_madd16);
-}
-
-size_t workspace_avx2(size_t M, size_t N, size_t K) { return workspace_i16(M, K, kNr, 2); }
+using Avx2 = GemmEntry<I16Gemm<kMr, kNr, 2, FullTile<micro_madd16>>>;
 
 // AVX-VNNI: strip is [K/4][16][4] int8; 4 rows x 16 columns in 8 ymm accumulators. The VEX-encoded
 // intrinsic keeps this runnable on AVX-VNNI CPUs without AVX512.
@@ -64,18 +58,12 @@ __attribute__((target("avx2,avxvnni"))) void micro_avxvnni(const uint8_t* const 
   }
 }
 
-void gemm_u8x8_avxvnni(size_t M, size_t N, size_t K, const uint8_t* A, size_t lda, int32_t a_zp,
-                       const void* B, size_t ldb, bool b_signed, const int32_t* b_zp, int32_t* C,
-                       size_t ldc, void* workspace) {
-  gemm_dot4<kMr, kNr, false>(M, N, K, A, lda, a_zp, B, ldb, b_signed, b_zp, C, ldc, workspace, micro_avxvnni);
-}
-
-size_t workspace_avxvnni(size_t M, size_t N, size_t K) { return workspace_dot4(M, K, kNr); }
+using AvxVnni = GemmEntry<Dot4Gemm<kMr, kNr, false, FullTile<micro_avxvnni>>>;
 
 }  // namespace
 
-extern const GemmU8X8Kernels kGemmU8X8_avx2 = {gemm_u8x8_avx2, workspace_avx2, "avx2-madd16"};
+extern const GemmU8X8Kernels kGemmU8X8_avx2 = Avx2::kernels("avx2-madd16", kNr);
 // Only for CPUs reporting AVX-VNNI (dispatch checks); see micro_avxvnni.
-extern const GemmU8X8Kernels kGemmU8X8_avxvnni = {gemm_u8x8_avxvnni, workspace_avxvnni, "avx-vnni"};
+extern const GemmU8X8Kernels kGemmU8X8_avxvnni = AvxVnni::kernels("avx-vnni", kNr);
 
 }  // namespace attnkit

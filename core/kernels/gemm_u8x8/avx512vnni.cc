@@ -8,34 +8,99 @@
 namespace attnkit {
 namespace {
 
-constexpr size_t kMr = 8, kNr = 16;
+// 4 rows x 64 columns: 16 accumulators, and per k group 4 strip loads + 4 broadcasts feed 16 vpdpbusd
+// (an 8 x 16 tile needs 9 loads for 8). Six rows (24 accumulators) would halve the broadcasts, but
+// GCC then spills accumulators inside the k loop.
+constexpr size_t kMr = 4, kNr = 64;
 
-// strip is [K/4][16][4] int8: one zmm per k group; 8 rows share each load.
-void micro_vnni512(const uint8_t* const rows[kMr], size_t kgroups, const int8_t* strip, int32_t* tile) {
-  __m512i acc[kMr];
-  for (size_t r = 0; r < kMr; ++r) acc[r] = _mm512_setzero_si512();
-  for (size_t g = 0; g < kgroups; ++g) {
-    const __m512i b = _mm512_loadu_si512(strip + g * 64);
-    for (size_t r = 0; r < kMr; ++r) {
-      int32_t quad;
-      std::memcpy(&quad, rows[r] + 4 * g, sizeof(quad));
-      acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_set1_epi32(quad), b);
+// The packer's column order (what byte/word unpacks produce): register j of a row group holds, in its
+// 128-bit lane l, columns 16l + 4j .. 16l + 4j + 3. Storing x0..x3 through this 4 x 4 transpose of
+// 128-bit lanes writes 64 int32 in column order. Operands by value: an accumulator whose address is
+// taken gets spilled in the k loop.
+__attribute__((always_inline)) inline void store_in_column_order(int32_t* dst, __m512i x0, __m512i x1, __m512i x2,
+                                                                 __m512i x3) {
+  const __m512i t0 = _mm512_shuffle_i32x4(x0, x1, 0x44), t1 = _mm512_shuffle_i32x4(x0, x1, 0xEE);
+  const __m512i t2 = _mm512_shuffle_i32x4(x2, x3, 0x44), t3 = _mm512_shuffle_i32x4(x2, x3, 0xEE);
+  _mm512_storeu_si512(dst, _mm512_shuffle_i32x4(t0, t2, 0x88));
+  _mm512_storeu_si512(dst + 16, _mm512_shuffle_i32x4(t0, t2, 0xDD));
+  _mm512_storeu_si512(dst + 32, _mm512_shuffle_i32x4(t1, t3, 0x88));
+  _mm512_storeu_si512(dst + 48, _mm512_shuffle_i32x4(t1, t3, 0xDD));
+}
+
+// Packs a row group with two levels of unpacks (8 shuffles per 256 bytes) and sums the columns with
+// vpdpbusd against ones; both stay in the unpack order, undone by store_in_column_order.
+struct PackVnni512 {
+  static void group(size_t g, size_t K, size_t nr, const uint8_t* base, size_t ldb, uint8_t flip, int8_t* out,
+                    int32_t* colsum) {
+    alignas(64) uint8_t pad[4][kNr];
+    const __m512i flips = _mm512_set1_epi8(static_cast<char>(flip));
+    __m512i r[4];
+    for (size_t t = 0; t < 4; ++t) {
+      const size_t k = 4 * g + t;
+      const uint8_t* row = base + k * ldb;
+      if (!(k < K && nr == kNr)) {
+        std::memset(pad[t], flip, kNr);  // maps to b' = 0 after the xor
+        if (k < K) std::memcpy(pad[t], row, nr);
+        row = pad[t];
+      }
+      r[t] = _mm512_xor_si512(_mm512_loadu_si512(row), flips);
+    }
+    const __m512i lo01 = _mm512_unpacklo_epi8(r[0], r[1]), hi01 = _mm512_unpackhi_epi8(r[0], r[1]);
+    const __m512i lo23 = _mm512_unpacklo_epi8(r[2], r[3]), hi23 = _mm512_unpackhi_epi8(r[2], r[3]);
+    const __m512i x[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
+                          _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
+    const __m512i ones = _mm512_set1_epi8(1);
+    int8_t* dst = out + g * kNr * 4;
+    for (size_t j = 0; j < 4; ++j) {
+      _mm512_storeu_si512(dst + 64 * j, x[j]);
+      __m512i* sum = reinterpret_cast<__m512i*>(colsum + 16 * j);
+      _mm512_storeu_si512(sum, _mm512_dpbusd_epi32(_mm512_loadu_si512(sum), ones, x[j]));
     }
   }
-  for (size_t r = 0; r < kMr; ++r) _mm512_store_si512(tile + r * kNr, acc[r]);
+  static void finish(int32_t* colsum) {
+    store_in_column_order(colsum, _mm512_loadu_si512(colsum), _mm512_loadu_si512(colsum + 16),
+                          _mm512_loadu_si512(colsum + 32), _mm512_loadu_si512(colsum + 48));
+  }
+};
+
+template <size_t R>
+void micro_rows(const uint8_t* const* rows, size_t kgroups, const int8_t* strip, int32_t* tile) {
+  __m512i acc[R][4];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_si512();
+  for (size_t g = 0; g < kgroups; ++g) {
+    const int8_t* b = strip + g * 256;
+    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
+    const __m512i b2 = _mm512_loadu_si512(b + 128), b3 = _mm512_loadu_si512(b + 192);
+    for (size_t r = 0; r < R; ++r) {
+      int32_t quad;
+      std::memcpy(&quad, rows[r] + 4 * g, sizeof(quad));
+      const __m512i a = _mm512_set1_epi32(quad);
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], a, b0);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], a, b1);
+      acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], a, b2);
+      acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], a, b3);
+    }
+  }
+  for (size_t r = 0; r < R; ++r) store_in_column_order(tile + r * kNr, acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
 }
 
-void gemm_u8x8_avx512vnni(size_t M, size_t N, size_t K, const uint8_t* A, size_t lda, int32_t a_zp,
-                          const void* B, size_t ldb, bool b_signed, const int32_t* b_zp, int32_t* C,
-                          size_t ldc, void* workspace) {
-  gemm_dot4<kMr, kNr, false>(M, N, K, A, lda, a_zp, B, ldb, b_signed, b_zp, C, ldc, workspace, micro_vnni512);
-}
+// Tail tiles run only their live rows (decode's single row would otherwise pay for four).
+struct MicroVnni512 {
+  static void run(size_t mr, const uint8_t* const* rows, size_t kgroups, const int8_t* strip, int32_t* tile) {
+    switch (mr) {
+      case 1: return micro_rows<1>(rows, kgroups, strip, tile);
+      case 2: return micro_rows<2>(rows, kgroups, strip, tile);
+      case 3: return micro_rows<3>(rows, kgroups, strip, tile);
+      default: return micro_rows<kMr>(rows, kgroups, strip, tile);
+    }
+  }
+};
 
-size_t workspace_avx512vnni(size_t M, size_t N, size_t K) { return workspace_dot4(M, K, kNr); }
+using Vnni512 = GemmEntry<Dot4Gemm<kMr, kNr, false, MicroVnni512, PackVnni512>>;
 
 }  // namespace
 
-extern const GemmU8X8Kernels kGemmU8X8_avx512vnni = {gemm_u8x8_avx512vnni, workspace_avx512vnni,
-                                                     "avx512vnni"};
+extern const GemmU8X8Kernels kGemmU8X8_avx512vnni = Vnni512::kernels("avx512vnni", kNr);
 
 }  // namespace attnkit

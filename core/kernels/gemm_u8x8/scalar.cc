@@ -1,6 +1,7 @@
 // attnkit gemm_u8x8, scalar: the portable exact projection and every ISA's fallback.
 // Subtract-then-multiply straight from ORT's row-major weight (no packing); uint32 accumulation makes
-// the int32 wrap-around defined, so the result is exact whenever the true sum fits.
+// the int32 wrap-around defined, so the result is exact whenever the true sum fits. No packed form:
+// the driver calls gemm per column block.
 #include "gemm_u8x8/gemm_u8x8.h"
 
 namespace attnkit {
@@ -34,6 +35,7 @@ size_t workspace_scalar(size_t, size_t, size_t) { return 0; }
 
 }  // namespace
 
-extern const GemmU8X8Kernels kGemmU8X8_scalar = {gemm_u8x8_scalar, workspace_scalar, "scalar"};
+extern const GemmU8X8Kernels kGemmU8X8_scalar = {gemm_u8x8_scalar, workspace_scalar, "scalar", 0, nullptr,
+                                               nullptr,          nullptr,          nullptr,  nullptr};
 
 }  // namespace attnkit

@@ -13,37 +13,97 @@
 namespace attnkit {
 namespace {
 
-constexpr size_t kMr = 4, kNr = 16;
+// 4 rows x 8 columns: 8 accumulators + 2 strip vectors + the row pair fit the 16 SIMD registers V8
+// has on x64 (a 4 x 16 tile spills accumulators in the inner loop).
+constexpr size_t kMr = 4, kNr = 8;
+constexpr size_t kColumnVecs = kNr / 4;
 
-// strip is [K/2][16][2] int16: four v128 of 4 columns x 2 k per k pair.
+// strip is [K/2][8][2] int16: two v128 of 4 columns x 2 k per k pair.
 void micro_dot16(const int16_t* const rows[kMr], size_t kgroups, const int16_t* strip, int32_t* tile) {
-  v128_t acc[kMr][4];
+  v128_t acc[kMr][kColumnVecs];
   for (size_t r = 0; r < kMr; ++r)
-    for (size_t j = 0; j < 4; ++j) acc[r][j] = wasm_i32x4_splat(0);
+    for (size_t j = 0; j < kColumnVecs; ++j) acc[r][j] = wasm_i32x4_splat(0);
   for (size_t g = 0; g < kgroups; ++g) {
-    v128_t b[4];
-    for (size_t j = 0; j < 4; ++j) b[j] = wasm_v128_load(strip + g * 32 + j * 8);
+    v128_t b[kColumnVecs];
+    for (size_t j = 0; j < kColumnVecs; ++j) b[j] = wasm_v128_load(strip + g * 2 * kNr + j * 8);
     for (size_t r = 0; r < kMr; ++r) {
       int32_t pair;
       std::memcpy(&pair, rows[r] + 2 * g, sizeof(pair));
       const v128_t a = wasm_i32x4_splat(pair);
-      for (size_t j = 0; j < 4; ++j) acc[r][j] = wasm_i32x4_add(acc[r][j], wasm_i32x4_dot_i16x8(a, b[j]));
+      for (size_t j = 0; j < kColumnVecs; ++j) acc[r][j] = wasm_i32x4_add(acc[r][j], wasm_i32x4_dot_i16x8(a, b[j]));
     }
   }
   for (size_t r = 0; r < kMr; ++r)
-    for (size_t j = 0; j < 4; ++j) wasm_v128_store(tile + r * kNr + j * 4, acc[r][j]);
+    for (size_t j = 0; j < kColumnVecs; ++j) wasm_v128_store(tile + r * kNr + j * 4, acc[r][j]);
 }
 
-void gemm_u8x8_wasm128(size_t M, size_t N, size_t K, const uint8_t* A, size_t lda, int32_t a_zp,
-                       const void* B, size_t ldb, bool b_signed, const int32_t* b_zp, int32_t* C,
-                       size_t ldc, void* workspace) {
-  gemm_i16<kMr, kNr, 2>(M, N, K, A, lda, a_zp, B, ldb, b_signed, b_zp, C, ldc, workspace, micro_dot16);
+// Few rows: 16 columns at a time down all of K, two weight rows per step widened to int16 and
+// interleaved into (k, k+1) pairs for dot_i16x8 against the splatted pair (a_k - za, a_k+1 - za).
+// |a - za| <= 255 and b in [-128, 255]: each pair sum fits int32; the zero point is applied once at the
+// end as zb * sum_k (a_k - za) (the generic loop's identity).
+template <bool kSigned>
+v128_t load_row16(const uint8_t* p, bool high) {
+  const v128_t v = wasm_v128_load(p);
+  if (kSigned) return high ? wasm_i16x8_extend_high_i8x16(v) : wasm_i16x8_extend_low_i8x16(v);
+  return high ? wasm_u16x8_extend_high_u8x16(v) : wasm_u16x8_extend_low_u8x16(v);
 }
 
-size_t workspace_wasm128(size_t M, size_t N, size_t K) { return workspace_i16(M, K, kNr, 2); }
+template <bool kSigned>
+void direct_row(size_t N, size_t K, const uint8_t* a, int32_t a_zp, const uint8_t* B, size_t ldb,
+                const int32_t* b_zp, int32_t* c) {
+  int32_t rowsum = 0;
+  for (size_t k = 0; k < K; ++k) rowsum += int32_t(a[k]) - a_zp;
+  size_t n = 0;
+  for (; n + 16 <= N; n += 16) {
+    v128_t acc[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+    size_t k = 0;
+    for (; k + 2 <= K; k += 2) {
+      const int32_t pair = ((int32_t(a[k]) - a_zp) & 0xffff) | ((int32_t(a[k + 1]) - a_zp) * 65536);
+      const v128_t ap = wasm_i32x4_splat(pair);
+      const uint8_t* r0 = B + k * ldb + n;
+      const v128_t lo0 = load_row16<kSigned>(r0, false), hi0 = load_row16<kSigned>(r0, true);
+      const v128_t lo1 = load_row16<kSigned>(r0 + ldb, false), hi1 = load_row16<kSigned>(r0 + ldb, true);
+      acc[0] = wasm_i32x4_add(acc[0], wasm_i32x4_dot_i16x8(ap, wasm_i16x8_shuffle(lo0, lo1, 0, 8, 1, 9, 2, 10, 3, 11)));
+      acc[1] = wasm_i32x4_add(acc[1], wasm_i32x4_dot_i16x8(ap, wasm_i16x8_shuffle(lo0, lo1, 4, 12, 5, 13, 6, 14, 7, 15)));
+      acc[2] = wasm_i32x4_add(acc[2], wasm_i32x4_dot_i16x8(ap, wasm_i16x8_shuffle(hi0, hi1, 0, 8, 1, 9, 2, 10, 3, 11)));
+      acc[3] = wasm_i32x4_add(acc[3], wasm_i32x4_dot_i16x8(ap, wasm_i16x8_shuffle(hi0, hi1, 4, 12, 5, 13, 6, 14, 7, 15)));
+    }
+    alignas(16) int32_t out[16];
+    for (size_t j = 0; j < 4; ++j) wasm_v128_store(out + 4 * j, acc[j]);
+    for (; k < K; ++k) {
+      const int32_t ak = int32_t(a[k]) - a_zp;
+      const uint8_t* row = B + k * ldb + n;
+      for (size_t j = 0; j < 16; ++j) out[j] += ak * (kSigned ? int32_t(int8_t(row[j])) : int32_t(row[j]));
+    }
+    for (size_t j = 0; j < 16; ++j) c[n + j] = out[j] - b_zp[n + j] * rowsum;
+  }
+  for (; n < N; ++n) {
+    int32_t sum = 0;
+    for (size_t k = 0; k < K; ++k) {
+      const uint8_t b = B[k * ldb + n];
+      sum += (int32_t(a[k]) - a_zp) * (kSigned ? int32_t(int8_t(b)) : int32_t(b));
+    }
+    c[n] = sum - b_zp[n] * rowsum;
+  }
+}
+
+struct DirectDot16 {
+  static void run(size_t M, size_t N, size_t K, const uint8_t* A, size_t lda, int32_t a_zp, const void* B, size_t ldb,
+                  bool b_signed, const int32_t* b_zp, int32_t* C, size_t ldc) {
+    const uint8_t* b = static_cast<const uint8_t*>(B);
+    for (size_t m = 0; m < M; ++m) {
+      if (b_signed)
+        direct_row<true>(N, K, A + m * lda, a_zp, b, ldb, b_zp, C + m * ldc);
+      else
+        direct_row<false>(N, K, A + m * lda, a_zp, b, ldb, b_zp, C + m * ldc);
+    }
+  }
+};
+
+using Wasm128 = GemmEntry<I16Gemm<kMr, kNr, 2, FullTile<micro_dot16>>, DirectDot16>;
 
 }  // namespace
 
-extern const GemmU8X8Kernels kGemmU8X8_wasm128 = {gemm_u8x8_wasm128, workspace_wasm128, "wasm128-dot16"};
+extern const GemmU8X8Kernels kGemmU8X8_wasm128 = Wasm128::kernels("wasm128-dot16", kNr);
 
 }  // namespace attnkit

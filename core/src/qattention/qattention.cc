@@ -2,10 +2,11 @@
 // Mirrors ORT's CPU kernel (attention_quant.cc + AttentionCPUBase): scores are alpha * Q.K in fp32 with
 // the padding mask value added in fp32 (so a fully masked row keeps ORT's rounding), the causal part
 // overwritten with -FLT_MAX, a plain softmax over all T keys, then probabilities times V.
-// Work is split into fixed column blocks (projection) and (batch, head) pairs (attention), so the
-// bits never depend on the thread count.
+// Work is split into fixed column blocks (projection) and (batch, head, query block) triples
+// (attention), so the bits never depend on the thread count.
 #include <new>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -26,9 +27,23 @@ std::unique_ptr<T[]> raw_buffer(size_t n) {
   return std::unique_ptr<T[]>(new T[n == 0 ? 1 : n]);
 }
 
+// Dequantizes columns [n0, n0 + nb) of the int32 projection in place: float(acc) * dq[c] + bias[c]
+// (same size, each element read before it is overwritten).
+void dequantize_block(size_t M, size_t columns, size_t n0, size_t nb, const float* dq, const float* bias,
+                      float* qkv) {
+  for (size_t m = 0; m < M; ++m) {
+    float* row = qkv + m * columns + n0;
+    const int32_t* acc = reinterpret_cast<const int32_t*>(row);
+    for (size_t c = 0; c < nb; ++c) row[c] = static_cast<float>(acc[c]) * dq[n0 + c] + bias[n0 + c];
+  }
+}
+
 // qkv[m, c] for m = b*S + s, c in [0, 3D): int32 projection, then in place float(acc) * dq[c] + bias[c].
+// With a packed variant, the input and the weight are packed once (the weight's column blocks in
+// parallel) and every task computes one column block from the packs.
 void project(const QAttentionProblem& p, const KernelTable& kt, int threads, const QAttentionLayout& lay,
              float* qkv) {
+  const GemmU8X8Kernels& gemm = kt.gemm_u8x8;
   const size_t M = static_cast<size_t>(p.batch * p.seq);
   const size_t K = static_cast<size_t>(p.input_hidden);
   const size_t columns = static_cast<size_t>(3 * p.hidden);
@@ -39,79 +54,146 @@ void project(const QAttentionProblem& p, const KernelTable& kt, int threads, con
     dq[c] = p.dequant_scale(static_cast<int64_t>(c));
   }
   const float* bias = p.inputs->bias->as<float>();
-  std::vector<uint8_t> workspace(lay.gemm_workspace_bytes * static_cast<size_t>(threads));
+  const uint8_t* input = p.inputs->input->as<uint8_t>();
+  const void* weight = p.inputs->weight->data;
   int32_t* acc = reinterpret_cast<int32_t*>(qkv);
   const size_t blocks = (columns + lay.column_block - 1) / lay.column_block;
+  if (lay.packed_gemm) {
+    auto buffer = raw_buffer<uint8_t>(lay.gemm_workspace_bytes);
+    uint8_t* packed_b =
+        reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buffer.get()) + 63) & ~uintptr_t(63));
+    uint8_t* packed_a = packed_b + lay.packed_a_offset;
+    const size_t pack_blocks = (columns + kQAttentionPackBlock - 1) / kQAttentionPackBlock;
+    parallel_for(pack_blocks + 1, threads, [&](size_t block, int) {
+      if (block == pack_blocks) {
+        gemm.pack_a(M, K, input, K, p.input_zp, packed_a);
+        return;
+      }
+      const size_t n0 = block * kQAttentionPackBlock;
+      gemm.pack_b(K, columns, n0, std::min(n0 + kQAttentionPackBlock, columns), weight, columns,
+                  p.weight_signed, zp.data(), packed_b);
+    });
+    // The kernel dequantizes as it stores (the same float multiply then add as dequantize_block).
+    const GemmU8X8Dequant dequant{dq.data(), bias};
+    parallel_for(blocks, threads, [&](size_t block, int) {
+      const size_t n0 = block * lay.column_block;
+      const size_t nb = std::min(lay.column_block, columns - n0);
+      gemm.compute(M, columns, K, n0, n0 + nb, packed_a, p.input_zp, packed_b, acc, columns, &dequant);
+    });
+    return;
+  }
+  std::vector<uint8_t> workspace(lay.gemm_workspace_bytes * static_cast<size_t>(threads));
   parallel_for(blocks, threads, [&](size_t block, int worker) {
     const size_t n0 = block * lay.column_block;
     const size_t nb = std::min(lay.column_block, columns - n0);
-    kt.gemm_u8x8.gemm(M, nb, K, p.inputs->input->as<uint8_t>(), K, p.input_zp,
-                      static_cast<const uint8_t*>(p.inputs->weight->data) + n0, columns, p.weight_signed,
-                      zp.data() + n0, acc + n0, columns,
-                      workspace.data() + static_cast<size_t>(worker) * lay.gemm_workspace_bytes);
-    // int32 -> float in place: same size, each element read before it is overwritten.
-    for (size_t m = 0; m < M; ++m) {
-      for (size_t c = n0; c < n0 + nb; ++c) {
-        const int32_t v = acc[m * columns + c];
-        qkv[m * columns + c] = static_cast<float>(v) * dq[c] + bias[c];
-      }
-    }
+    gemm.gemm(M, nb, K, input, K, p.input_zp, static_cast<const uint8_t*>(weight) + n0, columns, p.weight_signed,
+              zp.data() + n0, acc + n0, columns,
+              workspace.data() + static_cast<size_t>(worker) * lay.gemm_workspace_bytes);
+    dequantize_block(M, columns, n0, nb, dq.data(), bias, qkv);
   });
 }
 
-// One (batch, head) pair: gather K/V (past rows, then new rows) into padded rows, write present, score,
-// mask, softmax, multiply by V, scatter into output.
+// Query rows [i0, i0 + rows) of one (batch, head): score against all T keys, mask, softmax, multiply by
+// V, write into output; the first row block of a head also writes its present rows.
+// When head_size is a multiple of 8 the kernels read Q, K, V straight from the projection (and from
+// past through present), else the rows are gathered into zero-padded scratch rows.
+// shared_panels: this head's K panels when the caller packed them for all its row blocks, else nullptr.
 void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionLayout& lay, const float* qkv,
-            int64_t b, int64_t n, float* scratch, float* output, float* present) {
+            int64_t b, int64_t n, int64_t i0, int64_t rows, const float* shared_panels, float* scratch,
+            float* output, float* present) {
   const int64_t S = p.seq, T = p.total, P = p.past, H = p.head_size, D = p.hidden;
   const size_t Hp = lay.padded_head;
+  const bool direct = static_cast<size_t>(H) == Hp;
   const size_t columns = static_cast<size_t>(3 * D);
-  float* q = scratch;
-  float* k = q + S * Hp;
-  float* v = k + T * Hp;
-  float* o = v + T * Hp;
-  float* scores = o + S * Hp;
   const size_t row_bytes = static_cast<size_t>(H) * sizeof(float);
+  const float* tokens = qkv + static_cast<size_t>(b * S) * columns;  // this batch entry's projected rows
+  float* present_k = present ? present + static_cast<size_t>(((0 * p.batch + b) * p.heads + n) * T * H) : nullptr;
+  float* present_v = present ? present + static_cast<size_t>(((1 * p.batch + b) * p.heads + n) * T * H) : nullptr;
   const float* past = P > 0 ? p.inputs->past->as<float>() : nullptr;
   const size_t past_k = static_cast<size_t>(((0 * p.batch + b) * p.heads + n) * P * H);
   const size_t past_v = static_cast<size_t>(((1 * p.batch + b) * p.heads + n) * P * H);
-  std::fill(q, scores, 0.0f);  // the head padding (H..Hp) must be zero for the dot products
-  for (int64_t j = 0; j < T; ++j) {
-    float* kr = k + j * Hp;
-    float* vr = v + j * Hp;
-    if (j < P) {
-      std::memcpy(kr, past + past_k + j * H, row_bytes);
-      std::memcpy(vr, past + past_v + j * H, row_bytes);
-    } else {
-      const float* tok = qkv + static_cast<size_t>(b * S + (j - P)) * columns;
-      std::memcpy(kr, tok + D + n * H, row_bytes);
-      std::memcpy(vr, tok + 2 * D + n * H, row_bytes);
+
+  float* scores = scratch;
+  float* panels = scores + lay.query_block * T;
+  float* cursor = panels + (T + kQkPanelKeys - 1) / kQkPanelKeys * kQkPanelKeys * Hp;
+
+  // K and V rows: row j is k + j*ld (floats), Hp readable floats with zeros past H.
+  const float* k;
+  const float* v;
+  size_t ld;
+  if (direct && P == 0) {
+    k = tokens + D + n * H;
+    v = tokens + 2 * D + n * H;
+    ld = columns;
+    if (present && i0 == 0) {
+      for (int64_t j = 0; j < T; ++j) {
+        std::memcpy(present_k + j * H, k + j * ld, row_bytes);
+        std::memcpy(present_v + j * H, v + j * ld, row_bytes);
+      }
     }
-  }
-  for (int64_t i = 0; i < S; ++i) {
-    std::memcpy(q + i * Hp, qkv + static_cast<size_t>(b * S + i) * columns + n * H, row_bytes);
-  }
-  if (present) {
-    float* pk = present + static_cast<size_t>(((0 * p.batch + b) * p.heads + n) * T * H);
-    float* pv = present + static_cast<size_t>(((1 * p.batch + b) * p.heads + n) * T * H);
+  } else {
+    // Past then new rows. With past there is one row block per head, so gathering straight into
+    // present writes it exactly once.
+    float* kg = direct && present ? present_k : cursor;
+    float* vg = direct && present ? present_v : cursor + T * Hp;
+    if (!(direct && present)) cursor += 2 * T * Hp;
+    ld = direct ? static_cast<size_t>(H) : Hp;
     for (int64_t j = 0; j < T; ++j) {
-      std::memcpy(pk + j * H, k + j * Hp, row_bytes);
-      std::memcpy(pv + j * H, v + j * Hp, row_bytes);
+      float* kr = kg + j * ld;
+      float* vr = vg + j * ld;
+      const float* ks = j < P ? past + past_k + j * H : tokens + (j - P) * columns + D + n * H;
+      const float* vs = j < P ? past + past_v + j * H : tokens + (j - P) * columns + 2 * D + n * H;
+      std::memcpy(kr, ks, row_bytes);
+      std::memcpy(vr, vs, row_bytes);
+      if (!direct) {
+        std::fill(kr + H, kr + Hp, 0.0f);  // the dot products run over Hp
+        std::fill(vr + H, vr + Hp, 0.0f);
+      }
     }
+    if (present && !direct && i0 == 0) {  // one row block per head writes present
+      for (int64_t j = 0; j < T; ++j) {
+        std::memcpy(present_k + j * H, kg + j * ld, row_bytes);
+        std::memcpy(present_v + j * H, vg + j * ld, row_bytes);
+      }
+    }
+    k = kg;
+    v = vg;
   }
 
-  if (static_cast<size_t>(S) >= kQAttentionPackedMinRows) {
-    // Prefill: the K panels are packed once and reused by every query row.
-    float* panels = scores + S * T;
-    kt.qk.pack_f32(T, Hp, k, Hp * sizeof(float), panels);
-    kt.qk.packed(S, T, Hp, q, Hp, panels, p.alpha, scores, T);
+  const float* q;
+  size_t ldq;
+  float* o;
+  size_t ldo;
+  if (direct) {
+    q = tokens + i0 * columns + n * H;
+    ldq = columns;
+    o = output + static_cast<size_t>(b * S + i0) * D + n * H;
+    ldo = static_cast<size_t>(D);
   } else {
-    kt.qk.f32(S, T, Hp, q, Hp, k, Hp * sizeof(float), p.alpha, scores, T);
+    float* qg = cursor;
+    cursor += rows * Hp;
+    for (int64_t i = 0; i < rows; ++i) {
+      std::memcpy(qg + i * Hp, tokens + (i0 + i) * columns + n * H, row_bytes);
+      std::fill(qg + i * Hp + H, qg + (i + 1) * Hp, 0.0f);
+    }
+    q = qg;
+    ldq = Hp;
+    o = cursor;
+    ldo = Hp;
+  }
+
+  if (static_cast<size_t>(rows) >= kQAttentionPackedMinRows) {
+    // Prefill: the K panels are packed once (per head, or per block with past) and reused by every row.
+    if (!shared_panels) kt.qk.pack_f32(T, Hp, k, ld * sizeof(float), panels);
+    kt.qk.packed(rows, T, Hp, q, ldq, shared_panels ? shared_panels : panels, p.alpha, scores, T);
+  } else {
+    kt.qk.f32(rows, T, Hp, q, ldq, k, ld * sizeof(float), p.alpha, scores, T);
   }
   const float filter = p.attrs.mask_filter_value;
   const float lowest = std::numeric_limits<float>::lowest();
-  for (int64_t i = 0; i < S; ++i) {
-    float* row = scores + i * T;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = i0 + r;
+    float* row = scores + r * T;
     if (p.mask != QMaskKind::kNone) {
       for (int64_t j = 0; j < T; ++j) {
         if (p.key_masked(b, i, j)) row[j] = row[j] + filter;
@@ -124,9 +206,11 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
     const float sum = kt.softmax.exp_sum(row, T, max);
     kt.softmax.scale(row, T, 1.0f / sum);
   }
-  kt.sv.f32(S, T, Hp, scores, T, v, Hp * sizeof(float), o, Hp, false);
-  for (int64_t i = 0; i < S; ++i) {
-    std::memcpy(output + static_cast<size_t>(b * S + i) * D + n * H, o + i * Hp, row_bytes);
+  kt.sv.f32(rows, T, Hp, scores, T, v, ld * sizeof(float), o, ldo, false);
+  if (!direct) {
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(output + static_cast<size_t>(b * S + i0 + r) * D + n * H, o + r * Hp, row_bytes);
+    }
   }
 }
 
@@ -138,14 +222,33 @@ QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable
   lay.padded_head = static_cast<size_t>((p.head_size + 7) / 8 * 8);
   lay.column_block = kQAttentionColumnBlock;
   const size_t M = static_cast<size_t>(p.batch * p.seq);
-  lay.gemm_workspace_bytes = kt.gemm_u8x8.workspace_bytes(M, lay.column_block, static_cast<size_t>(p.input_hidden));
-  const size_t S = static_cast<size_t>(p.seq), T = static_cast<size_t>(p.total);
-  lay.attention_floats = 2 * S * lay.padded_head + 2 * T * lay.padded_head + S * T;
-  if (S >= kQAttentionPackedMinRows) lay.attention_floats += (T + kQkPanelKeys - 1) / kQkPanelKeys * kQkPanelKeys * lay.padded_head;
+  const size_t K = static_cast<size_t>(p.input_hidden);
   const size_t columns = static_cast<size_t>(3 * p.hidden);
+  const GemmU8X8Kernels& gemm = kt.gemm_u8x8;
+  // A decode step (few rows) skips the packed form: the one-shot gemm streams the weight unpacked.
+  lay.packed_gemm = gemm.column_granule != 0 && kQAttentionColumnBlock % gemm.column_granule == 0 &&
+                    kQAttentionPackBlock % gemm.column_granule == 0 && M > kQAttentionDirectMaxRows;
+  size_t gemm_bytes;
+  if (lay.packed_gemm) {
+    lay.packed_a_offset = (gemm.packed_b_bytes(K, columns) + 63) / 64 * 64;
+    lay.gemm_workspace_bytes = lay.packed_a_offset + gemm.packed_a_bytes(M, K) + 64;
+    gemm_bytes = lay.gemm_workspace_bytes;
+  } else {
+    lay.gemm_workspace_bytes = gemm.workspace_bytes(M, lay.column_block, K);
+    gemm_bytes = lay.gemm_workspace_bytes * threads;
+  }
+  const size_t S = static_cast<size_t>(p.seq), T = static_cast<size_t>(p.total), Hp = lay.padded_head;
+  lay.query_block = p.past == 0 ? std::min(S, kQAttentionQueryBlock) : S;
+  const size_t rows = lay.query_block;
+  const size_t panel_floats = (T + kQkPanelKeys - 1) / kQkPanelKeys * kQkPanelKeys * Hp;
+  lay.attention_floats = rows * T + panel_floats + 2 * T * Hp + 2 * rows * Hp;
+  // Shared per-head panels: no past, K read in place (head_size a multiple of 8), blocks that use panels.
+  const bool shared = p.past == 0 && static_cast<size_t>(p.head_size) == Hp && S >= kQAttentionPackedMinRows;
+  lay.shared_panel_floats = shared ? panel_floats : 0;
+  const size_t heads = static_cast<size_t>(p.batch * p.heads);
   lay.peak_scratch_bytes = M * columns * sizeof(float) + columns * (sizeof(int32_t) + sizeof(float)) +
-                           std::max(lay.gemm_workspace_bytes * threads,
-                                    lay.attention_floats * sizeof(float) * threads);
+                           std::max(gemm_bytes, (lay.attention_floats * threads + lay.shared_panel_floats * heads) *
+                                                    sizeof(float));
   return lay;
 }
 
@@ -165,11 +268,27 @@ void run_q_attention(const QAttentionProblem& p, const KernelTable& kt, int thre
   auto scratch = raw_buffer<float>(lay.attention_floats * static_cast<size_t>(threads));
   float* output = outputs->output.as<float>();
   float* present = request.present ? outputs->present.as<float>() : nullptr;
-  parallel_for(static_cast<size_t>(p.batch * p.heads), threads, [&](size_t task, int worker) {
-    const int64_t b = static_cast<int64_t>(task) / p.heads;
-    const int64_t n = static_cast<int64_t>(task) % p.heads;
-    attend(p, kt, lay, qkv.get(), b, n, scratch.get() + lay.attention_floats * static_cast<size_t>(worker),
-           output, present);
+  const size_t heads = static_cast<size_t>(p.batch * p.heads);
+  // Several row blocks per head read K straight from the projection: pack each head's panels once.
+  std::unique_ptr<float[]> panels;
+  if (lay.shared_panel_floats > 0) {
+    panels = raw_buffer<float>(lay.shared_panel_floats * heads);
+    const size_t columns = static_cast<size_t>(3 * p.hidden);
+    parallel_for(heads, threads, [&](size_t task, int) {
+      const int64_t b = static_cast<int64_t>(task) / p.heads, n = static_cast<int64_t>(task) % p.heads;
+      const float* k = qkv.get() + static_cast<size_t>(b * p.seq) * columns + p.hidden + n * p.head_size;
+      kt.qk.pack_f32(static_cast<size_t>(p.total), lay.padded_head, k, columns * sizeof(float),
+                     panels.get() + task * lay.shared_panel_floats);
+    });
+  }
+  const int64_t row_blocks = (p.seq + static_cast<int64_t>(lay.query_block) - 1) / static_cast<int64_t>(lay.query_block);
+  parallel_for(heads * static_cast<size_t>(row_blocks), threads, [&](size_t task, int worker) {
+    const size_t head_task = task / static_cast<size_t>(row_blocks);
+    const int64_t i0 = static_cast<int64_t>(task) % row_blocks * static_cast<int64_t>(lay.query_block);
+    const int64_t rows = std::min(static_cast<int64_t>(lay.query_block), p.seq - i0);
+    attend(p, kt, lay, qkv.get(), static_cast<int64_t>(head_task) / p.heads, static_cast<int64_t>(head_task) % p.heads,
+           i0, rows, panels ? panels.get() + head_task * lay.shared_panel_floats : nullptr,
+           scratch.get() + lay.attention_floats * static_cast<size_t>(worker), output, present);
   });
 }
 

@@ -8,19 +8,32 @@
 
 namespace attnkit {
 
-// Weight columns per projection task: fixed (not derived from the thread count) so the split, and
-// with it every bit of the result, is the same for any number of threads.
+// Weight columns per projection task: fixed (not derived from the thread count), so the split never
+// depends on it; a multiple of every packed variant's column granule (16 or 64).
 constexpr size_t kQAttentionColumnBlock = 64;
+// Weight columns per packing task: wide, so each weight row is read as one long contiguous run.
+constexpr size_t kQAttentionPackBlock = 384;
+// Input rows up to which the projection calls the one-shot gemm per column block (each variant streams
+// the weight unpacked for so few rows) instead of packing it.
+constexpr size_t kQAttentionDirectMaxRows = 4;
 // Query rows from which the keys are packed into panels before scoring (the pack pays off).
 constexpr size_t kQAttentionPackedMinRows = 8;
+// Query rows per attention task without past: a 96 x T score block stays in L2, prefill yields
+// heads x S/96 tasks instead of one per head, and 96 rows split into whole 12-row kernel tiles. Each row is scored and normalized on its own, so the
+// blocking changes no bits.
+constexpr size_t kQAttentionQueryBlock = 96;
 
 struct QAttentionLayout {
   int threads = 1;
   size_t padded_head = 0;           // head_size rounded up to 8 (the qk/sv kernels' row granule)
   size_t column_block = 0;
-  size_t gemm_workspace_bytes = 0;  // per worker
-  size_t attention_floats = 0;      // per worker: Q, K, V, O rows and the S x T scores of one head
-  size_t peak_scratch_bytes = 0;    // projection buffer + the larger per-phase worker scratch
+  bool packed_gemm = false;         // the variant has a packed form: A and B packed once per call
+  size_t packed_a_offset = 0;       // packed form: offsets into one 64-byte aligned gemm buffer
+  size_t gemm_workspace_bytes = 0;  // packed form: the whole shared buffer; else per worker
+  size_t query_block = 0;           // query rows per attention task
+  size_t attention_floats = 0;      // per worker: Q, K, V, O rows, the query_block x T scores, K panels
+  size_t shared_panel_floats = 0;   // per (batch, head): K panels packed once for all its row blocks, or 0
+  size_t peak_scratch_bytes = 0;    // projection buffer + the larger per-phase scratch
 };
 
 QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable& kt, int threads);
