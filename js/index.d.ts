@@ -91,6 +91,7 @@ export class AttnkitInstance {
   groupQueryAttention(inputs: Inputs, attrs: Attributes, options?: CallOptions): Outputs;
   qAttention(inputs: Inputs, attrs: Attributes, options?: CallOptions): Outputs;
   runCase(caseObject: CaseObject, options?: CallOptions): { outputs: Outputs };
+  createKvCache(config: KvCacheConfig): KvCache;
   dispose(): void;
 }
 
@@ -104,3 +105,26 @@ export function qAttention(inputs: Inputs, attrs: Attributes, options?: CallOpti
 export function runCase(caseObject: CaseObject, options?: CallOptions): Promise<{ outputs: Outputs }>;
 /** Terminates the worker threads (so Node can exit); init() starts afresh. */
 export function dispose(): void;
+
+export interface KvCacheConfig {
+  batch?: number;
+  kvHeads: number;
+  headSize: number;
+  /** Most tokens the cache holds. */
+  capacity: number;
+  /** Cache element type; 'int8' and 'uint8' (packed int4) need the matching k/v_quant_type attributes. */
+  dtype?: 'float32' | 'float16' | 'bfloat16' | 'int8' | 'uint8';
+}
+
+/** A GroupQueryAttention KV cache in wasm memory that grows in place (no copy of the cache per step). */
+export class KvCache {
+  readonly capacity: number;
+  /** Tokens cached so far. */
+  readonly length: number;
+  /** New tokens only: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length. */
+  step(inputs: Inputs, attrs: Attributes, options?: { threads?: number; path?: 'auto' | 'naive' | 'flash' }): { output: Tensor };
+  clear(): void;
+  dispose(): void;
+}
+
+export function createKvCache(config: KvCacheConfig): KvCache;

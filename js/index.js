@@ -3,7 +3,7 @@
 // and return owned typed arrays; `createInstance()` gives independent modules (e.g. both builds at once).
 import { AttnkitError } from './errors.js';
 import { availableCores, BUILDS, detectBuild, loadModule, terminateWorkers } from './loader.js';
-import { heapBuffer, runOperator } from './marshal.js';
+import { createKvCache as newCacheHandle, heapBuffer, runOperator, stepKvCache } from './marshal.js';
 import { CaseError, materializeTensor, normalizeCase } from './case.js';
 
 export { AttnkitError };
@@ -110,6 +110,12 @@ export class AttnkitInstance {
     return this.run('QAttention', inputs, attrs, options);
   }
 
+  // A GroupQueryAttention KV cache in wasm memory that grows in place: see KvCache.
+  createKvCache(config) {
+    this.#checkAlive();
+    return new KvCache(this, newCacheHandle(this.Module, config), config);
+  }
+
   // Runs one case object (the corpus format, tests/cases); returns { outputs }.
   runCase(caseObject, options = {}) {
     const { op, inputs, attrs, outputs } = prepareCase(caseObject);
@@ -125,6 +131,49 @@ export class AttnkitInstance {
 
   #checkAlive() {
     if (this.disposed) throw new AttnkitError('attnkit: this instance was disposed; call init() again', 1);
+  }
+}
+
+// A KV cache that lives in the instance's wasm memory: each step() passes only the new tokens (query, key,
+// value and any rotary/bias/sink/scale inputs) and attends over the whole cache without copying it in or out,
+// so a decode step costs what the attention costs. Outputs equal the stateless op's on the same cache.
+export class KvCache {
+  #instance;
+  #handle;
+  constructor(instance, handle, config) {
+    this.#instance = instance;
+    this.#handle = handle;
+    this.capacity = config.capacity;
+  }
+
+  // inputs: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length;
+  // attrs: its attributes. Returns { output }.
+  step(inputs, attrs, options = {}) {
+    const inst = this.#alive();
+    checkThreads(options.threads, 'kv cache');
+    const threads = Math.min(options.threads || inst.threads, inst.maxThreads);
+    return stepKvCache(inst.Module, this.#handle, inputs, attrs, { ...options, threads });
+  }
+
+  get length() {
+    return this.#alive().Module._attnkit_kv_cache_length(this.#handle);
+  }
+
+  clear() {
+    this.#alive().Module._attnkit_kv_cache_clear(this.#handle);
+  }
+
+  // Frees the cache's wasm memory (also freed with its instance).
+  dispose() {
+    if (!this.#handle) return;
+    if (!this.#instance.disposed) this.#instance.Module._attnkit_kv_cache_free(this.#handle);
+    this.#handle = 0;
+  }
+
+  #alive() {
+    if (!this.#handle) throw new AttnkitError('kv cache: disposed', 1);
+    if (this.#instance.disposed) throw new AttnkitError('attnkit: this instance was disposed; call init() again', 1);
+    return this.#instance;
   }
 }
 
@@ -177,6 +226,11 @@ export async function groupQueryAttention(inputs, attrs, options) {
 
 export async function qAttention(inputs, attrs, options) {
   return instance().qAttention(inputs, attrs, options);
+}
+
+// config: { batch = 1, kvHeads, headSize, capacity, dtype = 'float32' | 'float16' | 'bfloat16' | 'int8' | 'uint8' (int4) }.
+export function createKvCache(config) {
+  return instance().createKvCache(config);
 }
 
 export async function runCase(caseObject, options) {

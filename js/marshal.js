@@ -134,26 +134,65 @@ function readResults(Module, result) {
   return outputs;
 }
 
-// Runs one operator through attnkit_run. inputs: { name: { data, shape, dtype? } }; attrs: ORT attribute
-// names; options: { outputs?: string[], threads?: number, path?: 'auto'|'naive'|'flash' }.
-export function runOperator(Module, op, inputs, attrs, { outputs, threads = 0, path } = {}) {
-  if (!inputs || typeof inputs !== 'object') throw new AttnkitError(`${op}: inputs must be an object of tensors`);
+// Packs the inputs and attributes, calls `invoke(args, count)` (one C entry point taking the packed block),
+// and returns its results as fresh typed arrays; frees everything it allocated in wasm memory.
+function callPacked(Module, what, inputs, attrs, { outputs, path } = {}, invoke) {
+  if (!inputs || typeof inputs !== 'object') throw new AttnkitError(`${what}: inputs must be an object of tensors`);
   const normalized = Object.entries(inputs).map(([name, t]) => ({ name, ...normalizeInput(name, t) }));
   const attrsJson = JSON.stringify(attrs ?? {}, (key, value) => (typeof value === 'bigint' ? Number(value) : value));
   const outputsCsv = outputs ? outputs.join(',') : '';
-  const args = packArguments(Module, op, attrsJson, normalized, outputsCsv, path);
+  const args = packArguments(Module, what, attrsJson, normalized, outputsCsv, path);
   let result = 0;
   try {
-    const rc = Module._attnkit_run(args.op, args.attrs, args.records, normalized.length, args.outputs, threads,
-      args.path, args.resultSlot);
+    const rc = invoke(args, normalized.length);
     result = new DataView(heapBuffer(Module)).getUint32(args.resultSlot, true);
     if (rc !== 0) {
       const message = result ? Module.UTF8ToString(Module._attnkit_result_error(result) >>> 0) : '';
-      throw new AttnkitError(message || `${op}: internal error (code ${rc})`, rc === 2 ? 2 : 1);
+      throw new AttnkitError(message || `${what}: internal error (code ${rc})`, rc === 2 ? 2 : 1);
     }
     return readResults(Module, result);
   } finally {
     if (result) Module._attnkit_result_free(result);
     Module._free(args.base);
+  }
+}
+
+// Runs one operator through attnkit_run. inputs: { name: { data, shape, dtype? } }; attrs: ORT attribute
+// names; options: { outputs?: string[], threads?: number, path?: 'auto'|'naive'|'flash' }.
+export function runOperator(Module, op, inputs, attrs, options = {}) {
+  const threads = options.threads ?? 0;
+  return callPacked(Module, op, inputs, attrs, options, (args, count) =>
+    Module._attnkit_run(args.op, args.attrs, args.records, count, args.outputs, threads, args.path, args.resultSlot));
+}
+
+// One step of a KV cache living in wasm memory (attnkit_kv_cache_step); returns { output }.
+export function stepKvCache(Module, cache, inputs, attrs, options = {}) {
+  const threads = options.threads ?? 0;
+  return callPacked(Module, 'GroupQueryAttention', inputs, attrs, { path: options.path }, (args, count) =>
+    Module._attnkit_kv_cache_step(cache, args.attrs, args.records, count, threads, args.path, args.resultSlot));
+}
+
+// Creates a KV cache in wasm memory; returns its handle or throws AttnkitError with the C ABI's message.
+export function createKvCache(Module, { batch = 1, kvHeads, headSize, capacity, dtype = 'float32' }) {
+  const code = DTYPE_CODES[dtype];
+  if (code === undefined) throw new AttnkitError(`kv cache: unknown dtype "${dtype}"`);
+  const slots = Module._malloc(8) >>> 0;
+  if (slots === 0) throw new AttnkitError('out of memory', 1);
+  try {
+    const int = (v, name) => {
+      if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) throw new AttnkitError(`kv cache: ${name} must be a non-negative integer`);
+      return v;
+    };
+    const rc = Module._attnkit_kv_cache_create(int(batch, 'batch'), int(kvHeads, 'kvHeads'), int(headSize, 'headSize'),
+      int(capacity, 'capacity'), code, slots, slots + 4);
+    const view = new DataView(heapBuffer(Module));
+    const cache = view.getUint32(slots, true);
+    const result = view.getUint32(slots + 4, true);
+    const message = rc !== 0 && result ? Module.UTF8ToString(Module._attnkit_result_error(result) >>> 0) : '';
+    if (result) Module._attnkit_result_free(result);
+    if (rc !== 0) throw new AttnkitError(message || `kv cache: internal error (code ${rc})`, rc === 2 ? 2 : 1);
+    return cache;
+  } finally {
+    Module._free(slots);
   }
 }

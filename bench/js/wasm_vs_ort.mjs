@@ -101,6 +101,32 @@ function maxAbsDiff(a, b) {
   return m;
 }
 
+// The same decode step on a KvCache living in wasm memory (the stateful form): the cache is filled once with
+// T-1 tokens, then single-token steps are timed; nothing is copied in or out but the new token and the output.
+function timeKvCacheDecode(instance, c, threads) {
+  const T = c.inputs.seqlens_k.data[0] + 1;
+  const dtype = c.inputs.past_key.dtype;
+  const cache = instance.createKvCache({ kvHeads: Nk, headSize: H, capacity: T + iters + 1, dtype });
+  try {
+    const scales = c.inputs.k_scale ? { k_scale: c.inputs.k_scale, v_scale: c.inputs.v_scale } : {};
+    const prompt = prepareCase({ ...c, inputs: {
+      query: { dtype: 'float32', shape: [1, T - 1, N * H], ...rand(8) },
+      key: { dtype: 'float32', shape: [1, T - 1, Nk * H], ...rand(9) },
+      value: { dtype: 'float32', shape: [1, T - 1, Nk * H], ...rand(10) }, ...scales } });
+    cache.step(prompt.inputs, c.attrs, { threads });
+    const step = prepareCase({ ...c, inputs: { query: c.inputs.query, key: c.inputs.key, value: c.inputs.value, ...scales } });
+    const times = [];
+    for (let r = 0; r < iters && cache.length < T + iters; r++) {
+      const t0 = performance.now();
+      cache.step(step.inputs, c.attrs, { threads });
+      times.push(performance.now() - t0);
+    }
+    return median(times);
+  } finally {
+    cache.dispose();
+  }
+}
+
 // ---- child: attnkit wasm and ORT web wasm at one thread count ----
 async function child(threads) {
   // --dist DIR benchmarks another build of the modules (e.g. a fresh emcmake tree) instead of js/dist.
@@ -133,7 +159,9 @@ async function child(threads) {
     } catch (err) {
       ortError = String(err.message ?? err).split('\n')[0];
     }
-    results.push({ name: c.name, threads, wasmMs: times.length ? median(times) : null, wasmError, ortMs, ortError, diff });
+    const inPlaceMs = c.op === 'GroupQueryAttention' && c.kind === 'decode' ? timeKvCacheDecode(instance, c, threads) : null;
+    results.push({ name: c.name, threads, wasmMs: times.length ? median(times) : null, wasmError, ortMs, ortError, diff,
+      inPlaceMs });
   }
   const info = instance.info();
   instance.dispose();
@@ -198,6 +226,12 @@ async function parent() {
         + `${`>=${need}x`.padStart(8)}${t === 1 ? fmt(nativeMs, 10) : ''.padStart(10)}${t === 1 ? fmt(avx2Ms, 10) : ''.padStart(10)}`
         + `${fmtRatio(vsAvx2, 10)}${(Number.isFinite(r.diff) ? r.diff.toExponential(1) : '-').padStart(11)}`
         + (r.wasmError ? `  attnkit: ${r.wasmError.slice(0, 80)}` : '') + (r.ortError ? `  ORT: ${r.ortError.slice(0, 80)}` : ''));
+      if (Number.isFinite(r.inPlaceMs)) {
+        const inPlaceSpeedup = r.ortMs / r.inPlaceMs;
+        verdict(`${c.op} decode, KvCache in wasm memory, >= 2x ORT web`).push(inPlaceSpeedup >= 2);
+        lines.push(`${'  ... KvCache (in place)'.padEnd(26)}${String(t).padStart(4)}${fmt(r.inPlaceMs, 10)}${fmt(r.ortMs, 10)}`
+          + `${fmtRatio(inPlaceSpeedup, 9)}`);
+      }
     }
   }
   lines.push('', 'targets met (rows meeting / rows measured):');

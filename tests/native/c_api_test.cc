@@ -1,12 +1,14 @@
 // attnkit tests: the C ABI (attnkit/attnkit.h) — the wasm build's only door, so its plumbing (names,
 // dtypes, attributes, outputs) and its error contract (code 2 + one-line message, never a crash) are checked.
 #include <gtest/gtest.h>
+#include <cmath>
 
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "attnkit/attnkit.h"
+#include "attnkit/kv_cache.h"
 #include "attnkit/gqa.h"
 #include "common/json.h"
 #include "dispatch.h"
@@ -198,6 +200,61 @@ TEST(CApi, InfoAndIsa) {
   ASSERT_TRUE(parse_json(std::string(attnkit_info_json()), &info).ok());
   EXPECT_EQ(info.find("isa")->as_string(), "scalar");
   ASSERT_EQ(attnkit_set_isa(before.c_str()), ATTNKIT_OK);
+}
+
+// The C ABI's KV cache gives exactly the C++ GqaKvCache's outputs (the same code path), and reports
+// misuse as one-line messages.
+TEST(CApi, KvCacheStepsMatchTheCppCache) {
+  const int64_t N = 4, Nk = 2, H = 16;
+  attnkit_kv_cache* cache = nullptr;
+  attnkit_result* r = nullptr;
+  ASSERT_EQ(attnkit_kv_cache_create(1, Nk, H, 8, ATTNKIT_FLOAT32, &cache, &r), ATTNKIT_OK);
+  attnkit_result_free(r);
+  GqaKvCache reference;
+  ASSERT_TRUE(reference.init({1, Nk, H, 8, DType::kFloat32}).ok());
+  GqaAttributes attrs;
+  attrs.num_heads = N;
+  attrs.kv_num_heads = Nk;
+  const char* attrs_json = "{\"num_heads\": 4, \"kv_num_heads\": 2}";
+  for (int64_t S : {3, 1, 1}) {
+    std::vector<float> q(S * N * H), k(S * Nk * H), v(S * Nk * H);
+    for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.1f * i + S);
+    for (size_t i = 0; i < k.size(); ++i) k[i] = std::cos(0.2f * i - S), v[i] = std::sin(0.3f * i);
+    int64_t qs[3] = {1, S, N * H}, ks[3] = {1, S, Nk * H};
+    std::vector<attnkit_tensor> in = {{"query", ATTNKIT_FLOAT32, 3, qs, q.data()},
+                                      {"key", ATTNKIT_FLOAT32, 3, ks, k.data()},
+                                      {"value", ATTNKIT_FLOAT32, 3, ks, v.data()}};
+    ASSERT_EQ(attnkit_kv_cache_step(cache, attrs_json, in.data(), 3, 1, nullptr, &r), ATTNKIT_OK)
+        << attnkit_result_error(r);
+    ASSERT_EQ(attnkit_result_count(r), 1);
+    TensorView qv{DType::kFloat32, {1, S, N * H}, q.data()}, kv{DType::kFloat32, {1, S, Nk * H}, k.data()},
+        vv{DType::kFloat32, {1, S, Nk * H}, v.data()};
+    GqaInputs gi;
+    gi.query = &qv;
+    gi.key = &kv;
+    gi.value = &vv;
+    Tensor want;
+    ASSERT_TRUE(reference.step(gi, attrs, &want).ok());
+    ASSERT_EQ(attnkit_result_bytes(r, 0), want.bytes());
+    EXPECT_EQ(0, std::memcmp(attnkit_result_data(r, 0), want.storage.data(), want.bytes()));
+    attnkit_result_free(r);
+  }
+  EXPECT_EQ(attnkit_kv_cache_length(cache), 5);
+  // Past, seqlens and totals come from the cache: passing them is an error naming them.
+  int64_t one[1] = {1};
+  int32_t seqlen = 5;
+  std::vector<attnkit_tensor> with_seqlens = {{"seqlens_k", ATTNKIT_INT32, 1, one, &seqlen}};
+  EXPECT_EQ(attnkit_kv_cache_step(cache, attrs_json, with_seqlens.data(), 1, 1, nullptr, &r), ATTNKIT_INVALID);
+  EXPECT_NE(std::string(attnkit_result_error(r)).find("seqlens_k"), std::string::npos) << attnkit_result_error(r);
+  attnkit_result_free(r);
+  attnkit_kv_cache_clear(cache);
+  EXPECT_EQ(attnkit_kv_cache_length(cache), 0);
+  attnkit_kv_cache_free(cache);
+
+  EXPECT_EQ(attnkit_kv_cache_create(1, 2, 16, 0, ATTNKIT_FLOAT32, &cache, &r), ATTNKIT_INVALID);
+  EXPECT_EQ(cache, nullptr);
+  EXPECT_NE(std::string(attnkit_result_error(r)).find("capacity"), std::string::npos);
+  attnkit_result_free(r);
 }
 
 }  // namespace

@@ -62,6 +62,21 @@ const char* attnkit_info_json(void);
 /* Forces a kernel ISA for the process: 0 ok, 2 when it is unknown or not available here. */
 int attnkit_set_isa(const char* isa);
 
+/* A GroupQueryAttention KV cache that lives in attnkit memory and grows in place (attnkit/kv_cache.h).
+ * Sizes are int (not int64) so JS can pass them to a wasm32 build without BigInt legalization.
+ * cache_dtype: ATTNKIT_FLOAT32/FLOAT16/BFLOAT16, ATTNKIT_INT8 (8-bit) or ATTNKIT_UINT8 (4-bit packed).
+ * create returns 0 and sets *cache, or 2 with the message in *result (free it either way). */
+typedef struct attnkit_kv_cache attnkit_kv_cache;
+int attnkit_kv_cache_create(int batch, int kv_heads, int head_size, int capacity, int cache_dtype,
+                            attnkit_kv_cache** cache, attnkit_result** result);
+/* One step: inputs are GroupQueryAttention's minus past_key, past_value, seqlens_k and total_sequence_length
+ * (the cache supplies them); the result holds "output". Codes as attnkit_run. */
+int attnkit_kv_cache_step(attnkit_kv_cache* cache, const char* attrs_json, const attnkit_tensor* inputs,
+                          int n_inputs, int threads, const char* path, attnkit_result** result);
+int attnkit_kv_cache_length(const attnkit_kv_cache* cache);
+void attnkit_kv_cache_clear(attnkit_kv_cache* cache);
+void attnkit_kv_cache_free(attnkit_kv_cache* cache);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,12 +4,14 @@
 #include "attnkit/attnkit.h"
 
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "api/op_registry.h"
+#include "attnkit/kv_cache.h"
 #include "common/json.h"
 #include "common/thread_pool.h"
 #include "dispatch.h"
@@ -17,6 +19,10 @@
 struct attnkit_result {
   std::string error;
   std::vector<std::pair<std::string, attnkit::Tensor>> outputs;
+};
+
+struct attnkit_kv_cache {
+  attnkit::GqaKvCache cache;
 };
 
 namespace {
@@ -80,40 +86,38 @@ const attnkit::Tensor* output_at(const attnkit_result* r, int i) {
 std::mutex g_info_mutex;
 std::string g_info;
 
-}  // namespace
+// What every entry point decodes from its C arguments.
+struct Call {
+  attnkit::JsonValue attrs = attnkit::JsonValue::MakeObject();
+  attnkit::InputMap views;
+  attnkit::RunOptions options;
+};
 
-extern "C" {
+Status decode_call(const char* attrs_json, const attnkit_tensor* inputs, int n_inputs, int threads, const char* path,
+                   Call* call) {
+  if (attrs_json && attrs_json[0] != '\0') {
+    Status st = attnkit::parse_json(std::string(attrs_json), &call->attrs);
+    if (!st.ok()) return Status::Error("attrs: " + st.message());
+    if (!call->attrs.is_object()) return Status::Error("attrs: must be a JSON object");
+  }
+  ATTNKIT_RETURN_IF_ERROR(bind_c_inputs(inputs, n_inputs, &call->views));
+  if (threads < 0) return Status::Error("threads: " + std::to_string(threads) + " must be >= 0");
+  call->options.threads = threads;
+  if (path && path[0] != '\0' && !attnkit::attention_path_from_name(path, &call->options.path))
+    return Status::Error(std::string("path: \"") + path + "\" must be auto, naive or flash");
+  return Status::Ok();
+}
 
-int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
-                const char* outputs_csv, int threads, const char* path, attnkit_result** result) {
+// Runs body(result) with a fresh result in *result; no exception escapes (out of memory included).
+template <typename Body>
+int guarded(attnkit_result** result, Body body) {
   if (!result) return ATTNKIT_INTERNAL_ERROR;
   *result = nullptr;
   attnkit_result* r = nullptr;
   try {
     r = new attnkit_result();
     *result = r;
-    if (!op) return fail(r, ATTNKIT_INVALID, "op: is null");
-    attnkit::JsonValue attrs = attnkit::JsonValue::MakeObject();
-    if (attrs_json && attrs_json[0] != '\0') {
-      Status st = attnkit::parse_json(std::string(attrs_json), &attrs);
-      if (!st.ok()) return fail(r, ATTNKIT_INVALID, "attrs: " + st.message());
-      if (!attrs.is_object()) return fail(r, ATTNKIT_INVALID, "attrs: must be a JSON object");
-    }
-    attnkit::InputMap views;
-    Status st = bind_c_inputs(inputs, n_inputs, &views);
-    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
-    std::vector<std::string> outputs;
-    st = split_outputs(outputs_csv, &outputs);
-    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
-    attnkit::RunOptions options;
-    if (threads < 0) return fail(r, ATTNKIT_INVALID, "threads: " + std::to_string(threads) + " must be >= 0");
-    options.threads = threads;
-    if (path && path[0] != '\0' && !attnkit::attention_path_from_name(path, &options.path)) {
-      return fail(r, ATTNKIT_INVALID, std::string("path: \"") + path + "\" must be auto, naive or flash");
-    }
-    st = attnkit::run_op(op, attrs, views, outputs, options, &r->outputs);
-    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
-    return ATTNKIT_OK;
+    return body(r);
   } catch (const std::bad_alloc&) {
     return fail(r, ATTNKIT_INTERNAL_ERROR, "out of memory");
   } catch (const std::exception& e) {
@@ -122,6 +126,64 @@ int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* in
     return fail(r, ATTNKIT_INTERNAL_ERROR, "internal error");
   }
 }
+
+}  // namespace
+
+extern "C" {
+
+int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
+                const char* outputs_csv, int threads, const char* path, attnkit_result** result) {
+  return guarded(result, [&](attnkit_result* r) {
+    if (!op) return fail(r, ATTNKIT_INVALID, "op: is null");
+    Call call;
+    Status st = decode_call(attrs_json, inputs, n_inputs, threads, path, &call);
+    std::vector<std::string> outputs;
+    if (st.ok()) st = split_outputs(outputs_csv, &outputs);
+    if (st.ok()) st = attnkit::run_op(op, call.attrs, call.views, outputs, call.options, &r->outputs);
+    return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
+  });
+}
+
+int attnkit_kv_cache_create(int batch, int kv_heads, int head_size, int capacity, int cache_dtype,
+                            attnkit_kv_cache** cache, attnkit_result** result) {
+  if (!cache) return ATTNKIT_INTERNAL_ERROR;
+  *cache = nullptr;
+  return guarded(result, [&](attnkit_result* r) {
+    if (cache_dtype < ATTNKIT_FLOAT32 || cache_dtype > ATTNKIT_INT64)
+      return fail(r, ATTNKIT_INVALID, "kv cache: dtype code " + std::to_string(cache_dtype) + " is not valid");
+    auto owned = std::make_unique<attnkit_kv_cache>();
+    Status st = owned->cache.init({batch, kv_heads, head_size, capacity, static_cast<attnkit::DType>(cache_dtype)});
+    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    *cache = owned.release();
+    return ATTNKIT_OK;
+  });
+}
+
+int attnkit_kv_cache_step(attnkit_kv_cache* cache, const char* attrs_json, const attnkit_tensor* inputs,
+                          int n_inputs, int threads, const char* path, attnkit_result** result) {
+  return guarded(result, [&](attnkit_result* r) {
+    if (!cache) return fail(r, ATTNKIT_INVALID, "kv cache: is null");
+    Call call;
+    attnkit::GqaCall gqa;
+    attnkit::Tensor output;
+    Status st = decode_call(attrs_json, inputs, n_inputs, threads, path, &call);
+    if (st.ok()) st = attnkit::decode_gqa_call(call.attrs, call.views, {"output"}, &gqa);
+    if (st.ok()) st = cache->cache.step(gqa.inputs, gqa.attrs, &output, call.options);
+    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    r->outputs.emplace_back("output", std::move(output));
+    return ATTNKIT_OK;
+  });
+}
+
+int attnkit_kv_cache_length(const attnkit_kv_cache* cache) {
+  return cache ? static_cast<int>(cache->cache.length()) : 0;
+}
+
+void attnkit_kv_cache_clear(attnkit_kv_cache* cache) {
+  if (cache) cache->cache.clear();
+}
+
+void attnkit_kv_cache_free(attnkit_kv_cache* cache) { delete cache; }
 
 int attnkit_result_count(const attnkit_result* r) { return r ? static_cast<int>(r->outputs.size()) : 0; }
 

@@ -1,0 +1,83 @@
+// attnkit JS package (node:test): the KV cache that lives in wasm memory, on both builds. Each step must give
+// the stateless op's output bit for bit when that op is handed the previous step's present as its past
+// (both read the same cache rows with the same tiling), for float and quantized caches, with rotary.
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+
+import { AttnkitError, createInstance } from '../../js/index.js';
+import { materializeTensor } from '../../js/case.js';
+
+const N = 4, Nk = 2, H = 32;
+const instances = [];
+after(() => instances.forEach((i) => i.dispose()));
+
+function random(dtype, shape, seed, low = -1, high = 1) {
+  return materializeTensor({ dtype, shape, random: { seed, low, high } });
+}
+
+async function checkCacheMatchesStateless(build, cacheDtype, attrs, extra) {
+  const inst = await createInstance({ build, threads: 2 });
+  instances.push(inst);
+  const cache = inst.createKvCache({ kvHeads: Nk, headSize: H, capacity: 16, dtype: cacheDtype });
+  let past = null;
+  let length = 0;
+  for (const [step, S] of [5, 1, 1, 1].entries()) {
+    const fresh = {
+      query: random('float32', [1, S, N * H], 10 * step + 1),
+      key: random('float32', [1, S, Nk * H], 10 * step + 2),
+      value: random('float32', [1, S, Nk * H], 10 * step + 3),
+      ...extra,
+    };
+    const cached = cache.step(fresh, attrs);
+    const total = length + S;
+    const stateless = inst.groupQueryAttention({
+      ...fresh,
+      ...(past ?? (cacheDtype === 'float32' ? {} : {
+        // A quantized prompt needs typed past tensors of length 0, as in ORT.
+        past_key: { data: new (cacheDtype === 'int8' ? Int8Array : Uint8Array)(0), shape: [1, Nk, 0, cacheDtype === 'uint8' ? H / 2 : H] },
+        past_value: { data: new (cacheDtype === 'int8' ? Int8Array : Uint8Array)(0), shape: [1, Nk, 0, cacheDtype === 'uint8' ? H / 2 : H] },
+      })),
+      seqlens_k: { data: new Int32Array([total - 1]), shape: [1] },
+      total_sequence_length: { data: new Int32Array([total]), shape: [1] },
+    }, attrs);
+    assert.deepEqual(cached.output.data, stateless.output.data, `${build} ${cacheDtype} step ${step}`);
+    past = { past_key: stateless.present_key, past_value: stateless.present_value };
+    length = total;
+    assert.equal(cache.length, length);
+  }
+  cache.dispose();
+}
+
+const rotary = {
+  cos_cache: random('float32', [32, H / 2], 100),
+  sin_cache: random('float32', [32, H / 2], 101),
+};
+const quant = (bits) => ({
+  k_quant_type: 'PER_CHANNEL', v_quant_type: 'PER_CHANNEL', kv_cache_bit_width: bits,
+});
+const scales = {
+  k_scale: random('float32', [Nk * H], 200, 0.005, 0.01),
+  v_scale: random('float32', [Nk * H], 201, 0.005, 0.01),
+};
+
+for (const build of ['simd-threaded', 'simd']) {
+  test(`${build}: float32 cache with rotary matches the stateless op step by step`, () =>
+    checkCacheMatchesStateless(build, 'float32', { num_heads: N, kv_num_heads: Nk, do_rotary: 1 }, rotary));
+  test(`${build}: int8 and int4 caches match the stateless op step by step`, async () => {
+    await checkCacheMatchesStateless(build, 'int8', { num_heads: N, kv_num_heads: Nk, ...quant(8) }, scales);
+    await checkCacheMatchesStateless(build, 'uint8', { num_heads: N, kv_num_heads: Nk, ...quant(4) }, scales);
+  });
+}
+
+test('kv cache misuse is an AttnkitError naming the rule', async () => {
+  const inst = await createInstance({ build: 'simd' });
+  instances.push(inst);
+  assert.throws(() => inst.createKvCache({ kvHeads: Nk, headSize: H, capacity: 0 }), (e) =>
+    e instanceof AttnkitError && e.message.includes('capacity'));
+  const cache = inst.createKvCache({ kvHeads: 1, headSize: 8, capacity: 2 });
+  const x = { data: new Float32Array(3 * 8), shape: [1, 3, 8] };
+  assert.throws(() => cache.step({ query: x, key: x, value: x }, { num_heads: 1, kv_num_heads: 1 }), (e) =>
+    e instanceof AttnkitError && e.message.includes('exceed the capacity'));
+  cache.dispose();
+  assert.throws(() => cache.step({}, {}), (e) => e instanceof AttnkitError && e.message.includes('disposed'));
+});
