@@ -51,8 +51,9 @@ inline void qk_tile(size_t H, const float* const* q, const uint8_t* K, size_t ld
 }
 
 // s4: q holds, per query row, the even elements then the odd elements, each zero-padded to Hp
-// (a multiple of W) so a partial byte load at the row end multiplies zeros.
-template <class I, int MB, int R>
+// (a multiple of W) so a partial byte load at the row end multiplies zeros. kFull: H/2 is a multiple
+// of W, so every byte load is whole (a constant width keeps the accumulators in registers).
+template <class I, int MB, int R, bool kFull>
 inline void qk_tile_s4(size_t H, size_t Hp, const float* const* q, const uint8_t* K, size_t ldk,
                        float alpha, float* const* c) {
   using V = typename I::V;
@@ -61,7 +62,7 @@ inline void qk_tile_s4(size_t H, size_t Hp, const float* const* q, const uint8_t
     for (int r = 0; r < R; ++r) acc[i][r] = I::zero();
   const size_t bytes = H / 2;
   for (size_t b = 0; b < bytes; b += I::W) {
-    const size_t n = std::min(I::W, bytes - b);
+    const size_t n = kFull ? I::W : std::min(I::W, bytes - b);
     for (int r = 0; r < R; ++r) {
       const auto x = I::nib_bytes(K + r * ldk + b, n);
       const V lo = I::nib_lo(x), hi = I::nib_hi(x);
@@ -85,19 +86,22 @@ template <class I, class E, int MB>
 void qk_rows(size_t N, size_t H, size_t Hp, const float* const* q, const uint8_t* K, size_t ldk,
              float alpha, float* const* c_rows) {
   constexpr int R = I::keys_for_rows(MB);
+  const bool full_bytes = (H / 2) % I::W == 0;
   float* c[MB];
   size_t j = 0;
   for (; j + R <= N; j += R) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
-    if constexpr (std::is_same<E, S4>::value)
-      qk_tile_s4<I, MB, R>(H, Hp, q, K + j * ldk, ldk, alpha, c);
-    else
+    if constexpr (std::is_same<E, S4>::value) {
+      if (full_bytes) qk_tile_s4<I, MB, R, true>(H, Hp, q, K + j * ldk, ldk, alpha, c);
+      else qk_tile_s4<I, MB, R, false>(H, Hp, q, K + j * ldk, ldk, alpha, c);
+    } else {
       qk_tile<I, E, MB, R>(H, q, K + j * ldk, ldk, alpha, c);
+    }
   }
   for (; j < N; ++j) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
     if constexpr (std::is_same<E, S4>::value)
-      qk_tile_s4<I, MB, 1>(H, Hp, q, K + j * ldk, ldk, alpha, c);
+      qk_tile_s4<I, MB, 1, false>(H, Hp, q, K + j * ldk, ldk, alpha, c);
     else
       qk_tile<I, E, MB, 1>(H, q, K + j * ldk, ldk, alpha, c);
   }
@@ -249,7 +253,8 @@ inline void sv_tile_half(size_t N, const float* P, size_t ldp, const uint8_t* V,
 }
 
 // s4: CB byte-vectors (2*W columns each) with even/odd accumulators.
-template <class I, int MB, int CB>
+// kFull: every byte vector of the tile is whole (a constant load width keeps accumulators in registers).
+template <class I, int MB, int CB, bool kFull>
 inline void sv_tile_s4(size_t N, const float* P, size_t ldp, const uint8_t* V, size_t ldv, size_t b0,
                        size_t bytes, float* O, size_t ldo, bool accumulate) {
   using Vec = typename I::V;
@@ -269,7 +274,7 @@ inline void sv_tile_s4(size_t N, const float* P, size_t ldp, const uint8_t* V, s
     for (int i = 0; i < MB; ++i) p[i] = I::set1(P[i * ldp + j]);
     for (int c = 0; c < CB; ++c) {
       const size_t b = b0 + c * I::W;
-      const auto x = I::nib_bytes(row + b, std::min(I::W, bytes - b));
+      const auto x = I::nib_bytes(row + b, kFull ? I::W : std::min(I::W, bytes - b));
       const Vec lo = I::nib_lo(x), hi = I::nib_hi(x);
       for (int i = 0; i < MB; ++i) {
         ev[i][c] = I::fmadd(p[i], lo, ev[i][c]);
@@ -293,8 +298,8 @@ void sv_rows(size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, s
     size_t b = 0;
     constexpr int CB4 = CB / 2 > 0 ? CB / 2 : 1;
     for (; b + CB4 * I::W <= bytes; b += CB4 * I::W)
-      sv_tile_s4<I, MB, CB4>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate);
-    for (; b < bytes; b += I::W) sv_tile_s4<I, MB, 1>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate);
+      sv_tile_s4<I, MB, CB4, true>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate);
+    for (; b < bytes; b += I::W) sv_tile_s4<I, MB, 1, false>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate);
   } else {
     size_t d = 0;
     for (; d + CB * I::W <= H; d += CB * I::W)

@@ -18,9 +18,11 @@ struct Avx512 {
   // Packed QK: 12 rows x 32 keys (24 accumulators, 2 panel loads + 12 broadcasts per step).
   static constexpr int kPackedRows = 12;
   static constexpr int kPackedVecs = 2;
-  // SV: rows x column vectors, at least 8 independent accumulators to hide FMA latency.
-  static constexpr int kSvRows = 4;
-  static constexpr int sv_vecs_for_rows(int mb) { return mb == 1 ? 8 : 4; }
+  // SV: the same 12 x 32 shape as packed QK (24 accumulators; per key 2 V loads and 12 broadcasts),
+  // so each V line feeds 12 rows; one or two rows (decode) take whole 128-column rows, so V streams
+  // through once in order.
+  static constexpr int kSvRows = 12;
+  static constexpr int sv_vecs_for_rows(int mb) { return mb <= 2 ? 8 : mb == 3 ? 4 : 2; }
 
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float x) { return _mm512_set1_ps(x); }
@@ -59,13 +61,16 @@ struct Avx512 {
                              : _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << n) - 1), p);
     return _mm512_cvtepu8_epi32(b);
   }
-  // nibble - 8 as float: cvt(n) - 8 is exact either way; subtracting in int keeps one rounding-free op.
+  // nibble - 8 as float without a conversion: one ternary-logic op ORs the nibble into the mantissa of
+  // a power of two whose ulp is the nibble's weight (2^23 for bits 0-3, 2^19 for bits 4-7), and one
+  // exact subtraction removes the power of two and the 8. x holds a zero-extended byte per lane.
   static V nib_lo(Vi x) {
-    const Vi v = _mm512_sub_epi32(_mm512_and_si512(x, _mm512_set1_epi32(15)), _mm512_set1_epi32(8));
-    return _mm512_cvtepi32_ps(v);
+    const Vi m = _mm512_ternarylogic_epi32(x, _mm512_set1_epi32(0x0f), _mm512_set1_epi32(0x4b000000), 0xea);
+    return _mm512_sub_ps(_mm512_castsi512_ps(m), _mm512_set1_ps(8388616.0f));  // 2^23 + 8
   }
   static V nib_hi(Vi x) {
-    return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(x, 4), _mm512_set1_epi32(8)));
+    const Vi m = _mm512_ternarylogic_epi32(x, _mm512_set1_epi32(0xf0), _mm512_set1_epi32(0x49000000), 0xea);
+    return _mm512_sub_ps(_mm512_castsi512_ps(m), _mm512_set1_ps(524296.0f));  // 2^19 + 8
   }
   static void deinterleave(const float* p, size_t n, V& ev, V& od) {
     const V a = n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);

@@ -82,6 +82,8 @@ struct Tile {
 void load_q_tile(const AttentionContext& c, const Tile& tile, const Scratch& s) {
   const GqaProblem& p = c.p;
   const int64_t H = p.head_size, nq = tile.rows();
+  for (int64_t hh = 0; hh < p.group; ++hh)
+    for (int64_t i = tile.i0; i < tile.i1; ++i) prefetch_query_row(p, tile.b, tile.g * p.group + hh, i);
   for (int64_t hh = 0; hh < p.group; ++hh) {
     const int64_t h = tile.g * p.group + hh;
     for (int64_t i = tile.i0; i < tile.i1; ++i) {
@@ -142,6 +144,19 @@ void write_output_row(const AttentionContext& c, const Tile& tile, int64_t hh, i
                   static_cast<size_t>(((tile.b * p.seq + i) * p.heads + h) * H));
 }
 
+// The output rows a task writes are strided (one head of each position): fetching them for write
+// together keeps their misses in flight at once.
+void prefetch_output_rows(const AttentionContext& c, const Tile& tile) {
+  const GqaProblem& p = c.p;
+  const size_t elem = dtype_size(p.dtype), row = static_cast<size_t>(p.head_size) * elem;
+  for (int64_t hh = 0; hh < p.group; ++hh)
+    for (int64_t i = tile.i0; i < tile.i1; ++i) {
+      const int64_t h = tile.g * p.group + hh;
+      prefetch_bytes(c.outputs->output.storage.data() + static_cast<size_t>(((tile.b * p.seq + i) * p.heads + h)) * row,
+                     row, true);
+    }
+}
+
 void write_qk_row(const AttentionContext& c, const Tile& tile, int64_t hh, int64_t i, int64_t j0,
                   const float* row, int64_t n) {
   const GqaProblem& p = c.p;
@@ -194,6 +209,44 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
     write_output_row(c, tile, r / nq, tile.i0 + r % nq, s.o_tile + r * H, s.row_sum[r]);
 }
 
+// Flash rows are processed in segments of this many: a multiple of the x86 packed/SV micro-kernels'
+// row tiles (12 on AVX512, 6 on AVX2). Each segment multiplies only the keys one of its rows sees, so
+// on the causal diagonal (and at a window's start) the masked corners are skipped, not computed.
+constexpr int64_t kRowSegment = 12;
+
+// Keys [j0, j0 + n) of one segment's rows r0..r1: the online-softmax update of those rows. Their score
+// rows at s.scores + r*span hold alpha * q.k for block keys [k0, k1) (relative to j0), the union of the
+// rows' visible keys; each row's masked keys inside it become probability 0 for the SV product.
+void flash_segment_softmax(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t r0, int64_t r1,
+                           int64_t j0, int64_t n, int64_t k0, int64_t k1) {
+  const GqaProblem& p = c.p;
+  const int64_t H = p.head_size, nq = tile.rows();
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t i = tile.i0 + r % nq, h = tile.g * p.group + r / nq;
+    float* row = s.scores + r * s.span;
+    int64_t lo, hi;
+    p.visible_keys(tile.b, i, &lo, &hi);
+    const int64_t a = std::max(lo, j0), e = std::min(hi, j0 + n);
+    if (a >= e) {
+      std::fill(row + k0, row + k1, 0.0f);
+      continue;
+    }
+    float* vis = row + (a - j0);
+    std::fill(row + k0, vis, 0.0f);
+    std::fill(row + (e - j0), row + k1, 0.0f);
+    transform_scores(c, s, tile.b, h, i, a, e, vis);
+    const size_t count = static_cast<size_t>(e - a);
+    const float m_new = std::max(s.row_max[r], c.kt.softmax.reduce_max(vis, count));
+    if (s.row_max[r] != kNegInf && m_new > s.row_max[r]) {
+      const float factor = std::exp(s.row_max[r] - m_new);
+      c.kt.softmax.scale(s.o_tile + r * H, static_cast<size_t>(H), factor);
+      s.row_sum[r] *= factor;
+    }
+    s.row_sum[r] += c.kt.softmax.exp_sum(vis, count, m_new);
+    s.row_max[r] = m_new;
+  }
+}
+
 // Flash: online softmax over keys [c0, c1) of the task's visible range, in blocks of Bc keys.
 // Leaves the unnormalized output in o_tile and the running max/sum in row_max/row_sum.
 void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t c0, int64_t c1,
@@ -207,35 +260,40 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
     s.row_sum[r] = start_with_sink ? 1.0f : 0.0f;
   }
   std::fill(s.o_tile, s.o_tile + M * H, 0.0f);
+  // Few rows (decoding) read the cache rows directly; more rows amortize packing K once per block.
+  const bool packed = M >= 4;
   for (int64_t j0 = c0; j0 < c1; j0 += Bc) {
     const int64_t n = std::min(Bc, c1 - j0);
-    compute_scores(c, s, tile, M, j0, n, s.scores, s.span);
-    for (int64_t r = 0; r < M; ++r) {
-      const int64_t i = tile.i0 + r % nq, h = tile.g * p.group + r / nq;
-      float* row = s.scores + r * s.span;
-      int64_t lo, hi;
-      p.visible_keys(tile.b, i, &lo, &hi);
-      const int64_t a = std::max(lo, j0), e = std::min(hi, j0 + n);
-      if (a >= e) {
-        std::fill(row, row + n, 0.0f);
-        continue;
+    const uint8_t* k = tile.k + static_cast<size_t>(j0) * c.row_bytes;
+    if (packed) c.qk_pack(n, H, k, c.row_bytes, s.panels);
+    for (int64_t r0 = 0; r0 < M; r0 += kRowSegment) {
+      const int64_t r1 = std::min(M, r0 + kRowSegment);
+      // Keys [k0, k1) of the block that some row of the segment sees.
+      int64_t k0 = n, k1 = 0;
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t lo, hi;
+        p.visible_keys(tile.b, tile.i0 + r % nq, &lo, &hi);
+        const int64_t a = std::max(lo, j0) - j0, e = std::min(hi, j0 + n) - j0;
+        if (a < e) {
+          k0 = std::min(k0, a);
+          k1 = std::max(k1, e);
+        }
       }
-      float* vis = row + (a - j0);
-      std::fill(row, vis, 0.0f);
-      std::fill(row + (e - j0), row + n, 0.0f);
-      transform_scores(c, s, tile.b, h, i, a, e, vis);
-      const size_t count = static_cast<size_t>(e - a);
-      const float m_new = std::max(s.row_max[r], c.kt.softmax.reduce_max(vis, count));
-      if (s.row_max[r] != kNegInf && m_new > s.row_max[r]) {
-        const float factor = std::exp(s.row_max[r] - m_new);
-        c.kt.softmax.scale(s.o_tile + r * H, static_cast<size_t>(H), factor);
-        s.row_sum[r] *= factor;
+      if (k0 >= k1) continue;  // the whole segment is masked here: its running state stays as is
+      const int64_t rows = r1 - r0;
+      float* scores = s.scores + r0 * s.span;
+      if (packed) {
+        // Packed panels start every 16 keys: the segment's first panel holds k0.
+        const int64_t p0 = k0 / static_cast<int64_t>(kQkPanelKeys) * static_cast<int64_t>(kQkPanelKeys);
+        c.kt.qk.packed(rows, k1 - p0, H, s.q_tile + r0 * H, H, s.panels + p0 * H, c.alpha, scores + p0, s.span);
+      } else {
+        c.qk_direct(rows, k1 - k0, H, s.q_tile + r0 * H, H, k + k0 * c.row_bytes, c.row_bytes, c.alpha,
+                    scores + k0, s.span);
       }
-      s.row_sum[r] += c.kt.softmax.exp_sum(vis, count, m_new);
-      s.row_max[r] = m_new;
+      flash_segment_softmax(c, s, tile, r0, r1, j0, n, k0, k1);
+      c.sv(rows, k1 - k0, H, scores + k0, s.span, tile.v + static_cast<size_t>(j0 + k0) * c.row_bytes,
+           c.row_bytes, s.o_tile + r0 * H, H, true);
     }
-    c.sv(M, n, H, s.scores, s.span, tile.v + static_cast<size_t>(j0) * c.row_bytes, c.row_bytes,
-         s.o_tile, H, true);
   }
 }
 
@@ -257,6 +315,7 @@ void flash_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
   task_key_range(c.p, tile, &kv_lo, &kv_hi);
   load_q_tile(c, tile, s);
   flash_rows(c, s, tile, kv_lo, kv_hi, c.p.use_sink);
+  prefetch_output_rows(c, tile);
   for (int64_t r = 0; r < M; ++r) {
     const float sum = s.row_sum[r];
     write_output_row(c, tile, r / nq, tile.i0 + r % nq, s.o_tile + r * H, sum > 0.0f ? 1.0f / sum : 0.0f);
@@ -302,10 +361,26 @@ void decode_merge_task(const AttentionContext& c, const Tile& tile, const float*
   }
 }
 
+// Copies the past rows of split-KV chunk `chunk` of (b, kv head) `bg` into the present buffers. The
+// chunks tile [0, kv_chunks * kv_chunk), which covers every stored past row, visible or not.
+void copy_past_chunk(const GqaProblem& p, const GqaTiling& t, int64_t bg, int64_t chunk, uint8_t* present_key,
+                     uint8_t* present_value) {
+  const int64_t b = bg / p.kv_heads;
+  const int64_t past_rows = std::min(p.past_len[b], p.past_capacity);
+  const int64_t r0 = chunk * t.kv_chunk, r1 = std::min(past_rows, r0 + t.kv_chunk);
+  if (r0 >= r1) return;
+  const size_t row_bytes = static_cast<size_t>(p.cache_row_bytes);
+  const size_t src = static_cast<size_t>(bg * p.past_capacity + r0) * row_bytes;
+  const size_t dst = static_cast<size_t>(bg * p.present_len + r0) * row_bytes;
+  const size_t bytes = static_cast<size_t>(r1 - r0) * row_bytes;
+  std::memcpy(present_key + dst, p.inputs->past_key->as<uint8_t>() + src, bytes);
+  std::memcpy(present_value + dst, p.inputs->past_value->as<uint8_t>() + src, bytes);
+}
+
 }  // namespace
 
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& t, int threads,
-                   const uint8_t* present_key, const uint8_t* present_value, GqaOutputs* outputs) {
+                   uint8_t* present_key, uint8_t* present_value, GqaOutputs* outputs, bool copy_past) {
   AttentionContext c{p, kt, t, static_cast<size_t>(p.cache_row_bytes), nullptr, nullptr, nullptr,
                      p.alpha, nullptr, nullptr, outputs};
   switch (p.cache_dtype) {
@@ -334,7 +409,8 @@ void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& 
   const int64_t blocks = (p.seq + t.query_rows - 1) / t.query_rows;
   const int64_t Nk = p.kv_heads, H = p.head_size;
   auto tile_of = [&](int64_t index) {
-    const int64_t blk = index % blocks, bg = index / blocks;
+    // Later query blocks see more keys (causal): handing them out first balances the threads' tails.
+    const int64_t blk = blocks - 1 - index % blocks, bg = index / blocks;
     const int64_t b = bg / Nk, g = bg % Nk;
     // Cache rows of (b, g) start at (b * Nk + g) * Mp.
     const size_t base = static_cast<size_t>((b * Nk + g) * p.present_len) * c.row_bytes;
@@ -352,6 +428,8 @@ void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& 
     std::vector<float> partials(tiles * chunks * stride);
     parallel_for(tiles * chunks, threads, [&](size_t task, int worker) {
       Scratch s = carve(t, H, scratch[worker]);
+      if (copy_past) copy_past_chunk(p, t, static_cast<int64_t>(task / chunks), static_cast<int64_t>(task % chunks),
+                                     present_key, present_value);
       decode_chunk_task(c, s, tile_of(static_cast<int64_t>(task / chunks)), static_cast<int64_t>(task % chunks),
                         partials.data() + task * stride);
     });

@@ -38,6 +38,13 @@ void load_float_row(const KernelTable& kt, const void* base, DType dtype, size_t
 void store_float_row(const KernelTable& kt, const float* x, size_t n, DType dtype, void* base,
                      size_t offset);
 
+// Asks the cache hierarchy for `bytes` bytes at `address` ahead of use (for_write: the lines will be
+// overwritten). Strided head rows miss one by one otherwise; issuing a tile's rows together overlaps
+// those misses.
+void prefetch_bytes(const void* address, size_t bytes, bool for_write);
+// Issues prefetch_bytes for the query row (b, head h, position s) that load_query_row reads.
+void prefetch_query_row(const GqaProblem& p, int64_t b, int64_t h, int64_t s);
+
 // Query row (b, head h, position s) as fp32, rotated; rounded through T when T is 16-bit, as ORT stores
 // the rotated query. `work` holds rotary_dim + head_size floats.
 void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64_t h, int64_t s, float* row,
@@ -45,11 +52,15 @@ void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64
 // Writes the present cache per spec §2.6 into buffers of shape (B, Nk, Mp, row): past rows are copied
 // unless the present IS the past (in place), then the new rows are rotated and converted/quantized, and
 // (separate buffers only) the rows past the new ones are zeroed: every byte is written.
+// defer_past_copy: leave the past rows to run_attention (split-KV decoding copies each chunk's past
+// rows right before attending over them, so they are read from cache, not memory, a second time).
 void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place,
-                   uint8_t* present_key, uint8_t* present_value);
+                   uint8_t* present_key, uint8_t* present_value, bool defer_past_copy = false);
 // Attention over the present cache into outputs->output (and output_qk when requested).
+// copy_past: the present buffers still lack the past rows (build_present deferred them); each
+// split-KV chunk task copies its own rows from past_key/past_value first.
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& tiling, int threads,
-                   const uint8_t* present_key, const uint8_t* present_value,
-                   GqaOutputs* outputs);
+                   uint8_t* present_key, uint8_t* present_value, GqaOutputs* outputs,
+                   bool copy_past = false);
 
 }  // namespace attnkit

@@ -91,6 +91,22 @@ void store_cache_row(const GqaProblem& p, const KernelTable& kt, const float* x,
 
 }  // namespace
 
+void prefetch_bytes(const void* address, size_t bytes, bool for_write) {
+  const char* at = static_cast<const char*>(address);
+  for (size_t k = 0; k < bytes; k += 64) {
+    if (for_write) __builtin_prefetch(at + k, 1, 3);
+    else __builtin_prefetch(at + k, 0, 3);
+  }
+}
+
+void prefetch_query_row(const GqaProblem& p, int64_t b, int64_t h, int64_t s) {
+  const int64_t row_heads = p.packed_qkv ? p.heads + 2 * p.kv_heads : p.heads;
+  const size_t elem = dtype_size(p.dtype);
+  prefetch_bytes(static_cast<const char*>(p.inputs->query->data) +
+                     token_head_offset(p, b, s, p.seq, row_heads, h) * elem,
+                 static_cast<size_t>(p.head_size) * elem, false);
+}
+
 void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64_t h, int64_t s, float* row,
                     float* work) {
   const int64_t H = p.head_size;
@@ -106,7 +122,7 @@ void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64
 }
 
 void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place,
-                   uint8_t* present_key, uint8_t* present_value) {
+                   uint8_t* present_key, uint8_t* present_value, bool defer_past_copy) {
   const int64_t B = p.batch, Nk = p.kv_heads, H = p.head_size, L = p.kv_seq, Mp = p.present_len;
   const size_t row_bytes = static_cast<size_t>(p.cache_row_bytes);
   const int64_t row_heads = p.packed_qkv ? p.heads + 2 * Nk : Nk;
@@ -125,7 +141,7 @@ void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool
       if (!in_place) {
         // Separate buffers arrive unset: every row is written once here (past, new, then zeros), so
         // the pages are touched by the worker that fills them and never zeroed twice.
-        if (p.has_past && past_rows > 0) {
+        if (p.has_past && past_rows > 0 && !defer_past_copy) {
           const TensorView* past = kv == 0 ? p.inputs->past_key : p.inputs->past_value;
           const uint8_t* src = past->as<uint8_t>() + static_cast<size_t>((b * Nk + g) * p.past_capacity) * row_bytes;
           std::memcpy(dst, src, static_cast<size_t>(past_rows) * row_bytes);
@@ -136,7 +152,16 @@ void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool
       }
       const TensorView* input = p.packed_qkv ? p.inputs->query : (kv == 0 ? p.inputs->key : p.inputs->value);
       const int64_t head = p.packed_qkv ? p.heads + kv * Nk + g : g;
+      const size_t in_row_bytes = static_cast<size_t>(H) * dtype_size(p.dtype);
+      constexpr int64_t kPrefetchRows = 8;  // input rows are strided: keep several misses in flight
+      for (int64_t s = 0; s < std::min(L, kPrefetchRows); ++s)
+        prefetch_bytes(input->as<uint8_t>() + token_head_offset(p, b, s, L, row_heads, head) * dtype_size(p.dtype),
+                       in_row_bytes, false);
       for (int64_t s = 0; s < L; ++s) {
+        if (s + kPrefetchRows < L)
+          prefetch_bytes(input->as<uint8_t>() +
+                             token_head_offset(p, b, s + kPrefetchRows, L, row_heads, head) * dtype_size(p.dtype),
+                         in_row_bytes, false);
         const int64_t dst_row = p.past_len[b] + s;
         if (dst_row >= Mp) break;  // validation guarantees room; defensive against overflow
         load_float_row(kt, input->data, p.dtype, token_head_offset(p, b, s, L, row_heads, head), H, row.data());
@@ -161,17 +186,21 @@ GqaTiling plan_gqa(const GqaProblem& p, bool flash) {
   GqaTiling t;
   t.flash = flash;
   const int64_t H = p.head_size, G = p.group;
-  // Flash: ~64 score rows per task reuse each packed K block for 64 query rows (the packing costs 1/64
-  // of the GEMM) while the per-task Q/O tiles stay in L1/L2 (64 x 128 floats = 32 KiB each).
+  // Flash: ~96 score rows per task reuse each packed K block for 96 query rows (the packing costs 1/96
+  // of the GEMM) while the per-task Q/O/score tiles stay in L2 (96 x 128 floats = 48 KiB each). 96 is a
+  // multiple of the x86 micro-kernels' 12 (AVX512) and 6 (AVX2) rows, so no task ends in a short tile
+  // when G divides 96; the causal diagonal costs little because flash_rows trims each row segment.
   // Naive materializes the full [S, T] score matrix of a (batch, kv head), as its name says (seed 000).
-  t.query_rows = flash ? std::max<int64_t>(1, std::min<int64_t>(p.seq, std::max<int64_t>(1, 64 / G))) : p.seq;
+  t.query_rows = flash ? std::max<int64_t>(1, std::min<int64_t>(p.seq, std::max<int64_t>(1, 96 / G))) : p.seq;
   t.task_rows = G * t.query_rows;
   // 128 keys x H=128 fp32 = 64 KiB of packed K panels per block: fits L2 next to the Q/O tiles.
-  t.kv_block = 128;
+  // Decoding (S == 1) streams the cache once: one block per split-KV chunk keeps the per-block softmax
+  // and kernel-call overhead off that stream.
+  t.kv_block = flash && p.seq == 1 ? 512 : 128;
   const int64_t max_total = p.total_len.empty() ? 0 : *std::max_element(p.total_len.begin(), p.total_len.end());
   if (flash && p.seq == 1) {
     // Split-KV decoding: a fixed chunk (not a thread-dependent one) keeps results thread-independent.
-    t.kv_chunk = 512;
+    t.kv_chunk = t.kv_block;
     t.kv_chunks = std::max<int64_t>(1, (max_total + t.kv_chunk - 1) / t.kv_chunk);
   }
   const int64_t M = t.task_rows;
@@ -235,8 +264,10 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
       present_key = k->as<uint8_t>();
       present_value = v->as<uint8_t>();
     }
-    build_present(p, kt, threads, in_place, present_key, present_value);
-    run_attention(p, kt, tiling, threads, present_key, present_value, outputs);
+    // Split-KV decoding reads every past row right after copying it: one pass over the past, not two.
+    const bool defer_past_copy = !in_place && tiling.kv_chunk > 0 && p.has_past;
+    build_present(p, kt, threads, in_place, present_key, present_value, defer_past_copy);
+    run_attention(p, kt, tiling, threads, present_key, present_value, outputs, defer_past_copy);
   } catch (const std::bad_alloc&) {
     return Status::Error("out of memory: GroupQueryAttention needs " +
                          std::to_string(gqa_scratch_bytes(p, tiling, threads)) + " bytes of scratch");
