@@ -36,7 +36,7 @@ struct TensorView {
 };
 
 namespace detail {
-// Large buffers (>= 1 MiB) are recycled through a small pool, as ORT's arena does: a caller that runs
+// Large buffers (>= 64 KiB) are recycled through a small pool, as ORT's arena does: a caller that runs
 // the same shapes again gets memory whose pages are already mapped instead of faulting in (and zeroing)
 // fresh pages on every call, which otherwise dominates a stateless decode step.
 void* pool_allocate(size_t bytes);

@@ -85,9 +85,11 @@ void Tensor::reset(DType new_dtype, Shape new_shape) {
 namespace detail {
 namespace {
 
-constexpr size_t kPoolMinBytes = size_t{1} << 20;    // smaller buffers: malloc reuses them well itself
+// glibc serves requests above 128 KiB with fresh mmaps (page faults on every call), so the pool starts
+// below that; small buffers are reused well by malloc itself.
+constexpr size_t kPoolMinBytes = size_t{64} << 10;
 constexpr size_t kPoolMaxBytes = size_t{256} << 20;  // most memory kept for reuse
-constexpr size_t kPoolMaxBlocks = 8;
+constexpr size_t kPoolMaxBlocks = 16;
 
 struct Block {
   void* ptr;
