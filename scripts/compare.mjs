@@ -50,14 +50,13 @@ function describeShape(c) {
 const fmt = (x) => (x === null || x === undefined ? '-' : Number.isFinite(x) ? x.toExponential(2) : String(x));
 const fmtMs = (x) => (typeof x === 'number' ? (x < 1 ? x.toFixed(3) : x < 100 ? x.toFixed(2) : x.toFixed(0)) : '-');
 
-// One row: { target, status: 'ok'|'DIVERGES'|'error'|'skip'|'pending', maxAbs, maxRel, timeMs, detail }.
+// One row: { target, status: 'ok'|'DIVERGES'|'error'|'skip', maxAbs, maxRel, timeMs, detail }.
 async function runTarget(target, c, file, opts, reference) {
   const row = { target: target.label, status: 'ok', maxAbs: null, maxRel: null, timeMs: null, detail: '' };
   const skip = target.skipReason?.(c);
   if (skip) return { ...row, status: 'skip', detail: skip };
   const res = await target.run(c, { file, threads: opts.threads, repeat: opts.repeat });
   if (res.error !== undefined) {
-    if (c.requires) return { ...row, status: 'pending', detail: `requires ${c.requires}: ${res.error}` };
     return { ...row, status: 'error', detail: res.error };
   }
   row.timeMs = res.timeMs;
@@ -106,7 +105,7 @@ td:nth-child(n+4){font-family:monospace}tr.bad td{background:#fdd}tr.note td{bac
 <body><h1>attnkit cross-target comparison</h1>
 <p>Differences are against the fp64 reference (<code>attnkit run --reference</code>); times are medians of ${meta.repeat} runs
 (attnkit: <code>attnkit bench</code>; ORT: <code>session.run</code>), ${meta.threads} thread(s), ${esc(meta.date)}.
-Red rows diverge beyond the case's tolerance or failed; yellow rows were skipped or are pending.</p>
+Red rows diverge beyond the case's tolerance or failed; yellow rows were skipped (the target cannot run the case, and says why).</p>
 <ul>${summary}</ul>
 <table>${head}
 ${body}</table></body></html>

@@ -15,7 +15,7 @@ const cases = [];
 // One case from a compact description: B, S, N, Nk, H, dtype; past = cache buffer length M (absent: no past);
 // seqlens (default: every entry full, past + S - 1); T (default max seqlens + 1); L = key/value length (0: shared
 // KV); packed; rotary { R, interleaved, maxPos, positionIds }; bias [dim0, dim1]; sink; quant { type, bits };
-// cacheDtype; attrs; tol; ort; requires; note; mutate(case) for validation cases that break one rule.
+// cacheDtype; attrs; tol; ort; note; mutate(case) for validation cases that break one rule.
 function gqa(o) {
   const { name, B = 1, N = 4, Nk = 2, H = 16, dtype = 'float32' } = o;
   const S = o.S ?? 8;
@@ -71,7 +71,7 @@ function gqa(o) {
   c.outputs = ['output', 'present_key', 'present_value', ...((attrs.qk_output ?? 0) ? ['output_qk'] : [])];
   if (o.expectError) c.expect_error = o.expectError;
   else c.tolerance = o.tol ?? TOL[dtype];
-  for (const key of ['ort', 'requires', 'note']) if (o[key]) c[key] = o[key];
+  for (const key of ['ort', 'note']) if (o[key]) c[key] = o[key];
   if (o.mutate) o.mutate(c);
   cases.push(c);
   return c;
@@ -178,9 +178,9 @@ gqa({ name: 'fp16/qk-output-before-softmax', dtype: F16, S: 5, attrs: { qk_outpu
 gqa({ name: 'fp16/window-smooth-softmax', dtype: F16, S: 9, attrs: { local_window_size: 3, smooth_softmax: 1 } });
 gqa({ name: 'fp16/h256-heads-8-2', dtype: F16, N: 8, Nk: 2, H: 256, S: 4 });
 // ---- float32 activations with a float16 cache (ORT 1.30 accepts T_CACHE = float16 under T = float32) ----
-gqa({ name: 'mixed/fp32-query-fp16-cache-decode', S: 1, past: 4, cacheDtype: 'float16', requires: 'fp16-cache-fp32-query',
+gqa({ name: 'mixed/fp32-query-fp16-cache-decode', S: 1, past: 4, cacheDtype: 'float16',
   tol: { atol: 1e-3, rtol: 1e-3 }, note: 'tolerance: K/V are rounded to fp16 in the cache (2^-11 relative); ORT and attnkit may attend the new row before or after that rounding' });
-gqa({ name: 'mixed/fp32-query-fp16-cache-chunked', S: 3, past: 6, cacheDtype: 'float16', requires: 'fp16-cache-fp32-query',
+gqa({ name: 'mixed/fp32-query-fp16-cache-chunked', S: 3, past: 6, cacheDtype: 'float16',
   tol: { atol: 1e-3, rtol: 1e-3 }, note: 'tolerance: K/V are rounded to fp16 in the cache (2^-11 relative); ORT and attnkit may attend the new rows before or after that rounding' });
 // ---- bfloat16 (ORT 1.30 lacks the kernel) ----
 gqa({ name: 'ort-lacks-bf16/prompt', dtype: BF16, S: 8, ort: BF16_SKIP });
@@ -190,17 +190,16 @@ gqa({ name: 'ort-lacks-bf16/rotary-bias-qk', dtype: BF16, S: 6, H: 32, rotary: {
 // Both sides dequantize the same integers (the caches are compared exactly, one step allowed on ties), so the
 // outputs differ only by summation order: the fp32 anchor applies, not ORT's quantized-vs-fp32 test anchors.
 const Q8 = { atol: 1e-5, rtol: 1e-5 }, Q4 = Q8;
-const qreq = 'quantized-kv';
 const QNOTE = 'tolerance: fp32 anchor, because both sides attend the same dequantized integers (caches compared exactly); quantized prompts pass past tensors of the cache dtype with length 0, which ORT 1.30 needs to bind the cache type';
-gqa({ name: 'quant/int8-per-tensor-prompt', S: 4, N: 2, Nk: 1, H: 8, past: 0, cacheDtype: 'int8', quant: { type: 'PER_TENSOR', bits: 8 }, tol: Q8, requires: qreq, note: QNOTE });
-gqa({ name: 'quant/int8-per-channel-prompt', S: 16, N: 4, Nk: 2, H: 32, past: 0, cacheDtype: 'int8', quant: { type: 'PER_CHANNEL', bits: 8 }, tol: Q8, requires: qreq, note: QNOTE });
-gqa({ name: 'quant/int4-per-tensor-prompt', S: 8, N: 2, Nk: 1, H: 64, past: 0, cacheDtype: 'uint8', quant: { type: 'PER_TENSOR', bits: 4 }, tol: Q4, requires: qreq, note: QNOTE });
-gqa({ name: 'quant/int4-per-channel-prompt', S: 16, N: 4, Nk: 2, H: 32, past: 0, cacheDtype: 'uint8', quant: { type: 'PER_CHANNEL', bits: 4 }, tol: Q4, requires: qreq, note: QNOTE });
-gqa({ name: 'quant/int8-per-tensor-decode', S: 1, past: 31, N: 4, Nk: 2, H: 64, cacheDtype: 'int8', quant: { type: 'PER_TENSOR', bits: 8 }, tol: Q8, requires: qreq, note: QNOTE });
-gqa({ name: 'quant/int4-per-channel-decode-ragged', B: 2, S: 1, past: 20, seqlens: [20, 8], T: 21, N: 4, Nk: 2, H: 32, cacheDtype: 'uint8', quant: { type: 'PER_CHANNEL', bits: 4 }, tol: Q4, requires: qreq, note: QNOTE });
-gqa({ name: 'quant/int8-packed-batch3-prompt', packed: true, B: 3, S: 8, N: 4, Nk: 2, H: 16, past: 0, cacheDtype: 'int8', quant: { type: 'PER_TENSOR', bits: 8 }, tol: Q8, requires: qreq, note: QNOTE });
-gqa({ name: 'quant/int8-per-channel-bias-prompt', S: 8, N: 2, Nk: 1, H: 16, past: 0, bias: [1, 2], cacheDtype: 'int8', quant: { type: 'PER_CHANNEL', bits: 8 }, tol: Q8, requires: qreq, note: QNOTE });
-gqa({ name: 'quant/int8-per-channel-rotary-chunked', S: 4, past: 12, N: 4, Nk: 2, H: 32, rotary: {}, cacheDtype: 'int8', quant: { type: 'PER_CHANNEL', bits: 8 }, tol: Q8, requires: qreq, note: QNOTE });
+gqa({ name: 'quant/int8-per-tensor-prompt', S: 4, N: 2, Nk: 1, H: 8, past: 0, cacheDtype: 'int8', quant: { type: 'PER_TENSOR', bits: 8 }, tol: Q8, note: QNOTE });
+gqa({ name: 'quant/int8-per-channel-prompt', S: 16, N: 4, Nk: 2, H: 32, past: 0, cacheDtype: 'int8', quant: { type: 'PER_CHANNEL', bits: 8 }, tol: Q8, note: QNOTE });
+gqa({ name: 'quant/int4-per-tensor-prompt', S: 8, N: 2, Nk: 1, H: 64, past: 0, cacheDtype: 'uint8', quant: { type: 'PER_TENSOR', bits: 4 }, tol: Q4, note: QNOTE });
+gqa({ name: 'quant/int4-per-channel-prompt', S: 16, N: 4, Nk: 2, H: 32, past: 0, cacheDtype: 'uint8', quant: { type: 'PER_CHANNEL', bits: 4 }, tol: Q4, note: QNOTE });
+gqa({ name: 'quant/int8-per-tensor-decode', S: 1, past: 31, N: 4, Nk: 2, H: 64, cacheDtype: 'int8', quant: { type: 'PER_TENSOR', bits: 8 }, tol: Q8, note: QNOTE });
+gqa({ name: 'quant/int4-per-channel-decode-ragged', B: 2, S: 1, past: 20, seqlens: [20, 8], T: 21, N: 4, Nk: 2, H: 32, cacheDtype: 'uint8', quant: { type: 'PER_CHANNEL', bits: 4 }, tol: Q4, note: QNOTE });
+gqa({ name: 'quant/int8-packed-batch3-prompt', packed: true, B: 3, S: 8, N: 4, Nk: 2, H: 16, past: 0, cacheDtype: 'int8', quant: { type: 'PER_TENSOR', bits: 8 }, tol: Q8, note: QNOTE });
+gqa({ name: 'quant/int8-per-channel-bias-prompt', S: 8, N: 2, Nk: 1, H: 16, past: 0, bias: [1, 2], cacheDtype: 'int8', quant: { type: 'PER_CHANNEL', bits: 8 }, tol: Q8, note: QNOTE });
+gqa({ name: 'quant/int8-per-channel-rotary-chunked', S: 4, past: 12, N: 4, Nk: 2, H: 32, rotary: {}, cacheDtype: 'int8', quant: { type: 'PER_CHANNEL', bits: 8 }, tol: Q8, note: QNOTE });
 
 // ================= validation cases: exit 2 and a message naming the input or attribute =================
 const e = (name, o, expectError) => gqa({ name: `invalid/${name}`, ...o, expectError });

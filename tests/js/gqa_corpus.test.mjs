@@ -95,11 +95,6 @@ for (const { file, case: c } of corpus) {
     }
 
     const first = await runNative(file, variants[0]);
-    if (first.error !== undefined && c.requires) {
-      // A feature another issue delivers: report as pending, with the CLI's reason, instead of a silent skip.
-      t.todo(`pending: requires ${c.requires} (attnkit: ${first.error})`);
-      return;
-    }
     const ref = await runNative(file, { reference: true });
     assert.equal(ref.error, undefined, `attnkit --reference failed (exit ${ref.exitCode}): ${ref.error}`);
     const ort = ortSkipReason(c) ? null : await runOrt(c, { backend: 'node' });

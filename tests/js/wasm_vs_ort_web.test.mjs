@@ -18,7 +18,7 @@ for (const dir of ['gqa', 'qattention']) {
   for (const f of readdirSync(folder).filter((n) => n.endsWith('.json')).sort()) {
     const doc = JSON.parse(readFileSync(join(folder, f), 'utf8'));
     for (const raw of Array.isArray(doc) ? doc : [doc]) {
-      if (raw.expect_error || raw.requires) continue;
+      if (raw.expect_error) continue;
       if (typeof raw.ort === 'string' && raw.ort.startsWith('skip')) continue;
       const c = normalizeCase(raw);
       // The perf-sized prompts take seconds on ORT's wasm build; the native corpus test covers them.

@@ -63,7 +63,7 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     if (access(cli_path().c_str(), X_OK) != 0 || cli("info").code != 0) {
-      GTEST_SKIP() << "no runnable attnkit CLI at " << cli_path() << " (set ATTNKIT_CLI)";
+      FAIL() << "no runnable attnkit CLI at " << cli_path() << " (set ATTNKIT_CLI)";
     }
   }
 };
