@@ -27,6 +27,30 @@ constexpr int kMaxThreads = 256;
 
 thread_local bool t_inside_task = false;
 
+// Briefly spins before sleeping: an op runs a few parallel regions back to back (cache write, attention,
+// merge), and a condition-variable wake-up per region costs tens of microseconds — as much as a whole
+// short decode step.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+constexpr int kSpinIterations = 4000;  // ~50-100 us
+
+template <typename Ready>
+bool spin_until(Ready ready) {
+  for (int i = 0; i < kSpinIterations; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+  }
+  return ready();
+}
+
+// Tasks are claimed with one atomic word holding (region, next task): a worker that wakes late, after
+// every task of its region is done, claims nothing, and the caller never waits for it — on a shared host
+// a descheduled worker would otherwise stall every parallel region by a whole time slice.
 class ThreadPool {
  public:
   static ThreadPool& instance() {
@@ -37,20 +61,23 @@ class ThreadPool {
   void run(size_t tasks, int threads, const std::function<void(size_t, int)>& fn) {
     std::lock_guard<std::mutex> call_lock(call_mu_);  // one parallel region at a time
     ensure_workers(threads - 1);
+    uint64_t region;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      fn_ = &fn;
-      tasks_ = tasks;
-      next_.store(0);
-      active_workers_ = threads - 1;
-      pending_ = threads - 1;
-      ++generation_;
+      fn_.store(&fn, std::memory_order_relaxed);
+      tasks_.store(tasks, std::memory_order_relaxed);
+      active_workers_.store(threads - 1, std::memory_order_relaxed);
+      completed_.store(0, std::memory_order_relaxed);
+      region = (state_.load() >> 32) + 1;
+      state_.store(region << 32, std::memory_order_release);  // publishes the fields above
     }
     wake_.notify_all();
-    work(0);
-    std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [&] { return pending_ == 0; });
-    fn_ = nullptr;
+    work(region, 0);
+    auto all_done = [&] { return completed_.load(std::memory_order_acquire) == tasks; };
+    if (!spin_until(all_done)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      done_.wait(lock, all_done);
+    }
   }
 
  private:
@@ -65,24 +92,33 @@ class ThreadPool {
   void loop(int id) {
     uint64_t seen = 0;
     for (;;) {
-      {
+      auto new_region = [&] { return (state_.load(std::memory_order_acquire) >> 32) != seen; };
+      if (!spin_until(new_region)) {
         std::unique_lock<std::mutex> lock(mu_);
-        wake_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (id > active_workers_) continue;  // not part of this region
+        wake_.wait(lock, new_region);
       }
-      work(id);
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_.notify_one();
+      seen = state_.load(std::memory_order_acquire) >> 32;
+      if (id <= active_workers_.load(std::memory_order_relaxed)) work(seen, id);
     }
   }
 
-  void work(int worker) {
+  // Claims and runs tasks of `region` until none is left (or a newer region has started).
+  void work(uint64_t region, int worker) {
     t_inside_task = true;
     for (;;) {
-      size_t task = next_.fetch_add(1);
-      if (task >= tasks_) break;
-      (*fn_)(task, worker);
+      uint64_t s = state_.load(std::memory_order_acquire);
+      if ((s >> 32) != region) break;
+      const size_t task = static_cast<size_t>(s & 0xffffffffu);
+      const size_t tasks = tasks_.load(std::memory_order_relaxed);
+      if (task >= tasks) break;
+      // The claim succeeds only while `region` is current, and a region cannot end before its claimed
+      // tasks complete: fn_ and tasks_ stay those of `region` until this task is done.
+      if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) continue;
+      (*fn_.load(std::memory_order_relaxed))(task, worker);
+      if (completed_.fetch_add(1, std::memory_order_acq_rel) + 1 == tasks) {
+        std::lock_guard<std::mutex> lock(mu_);  // the caller may be about to wait: notify under the lock
+        done_.notify_one();
+      }
     }
     t_inside_task = false;
   }
@@ -91,12 +127,12 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
-  const std::function<void(size_t, int)>* fn_ = nullptr;
-  size_t tasks_ = 0;
-  std::atomic<size_t> next_{0};
-  int active_workers_ = 0;
-  int pending_ = 0;
-  uint64_t generation_ = 0;
+  // Written by the caller before it publishes a region through state_ (release), read after it (acquire).
+  std::atomic<const std::function<void(size_t, int)>*> fn_{nullptr};
+  std::atomic<size_t> tasks_{0};
+  std::atomic<int> active_workers_{0};
+  std::atomic<uint64_t> state_{0};  // region << 32 | next task
+  std::atomic<size_t> completed_{0};
 };
 
 }  // namespace
@@ -117,7 +153,7 @@ int resolve_threads(int requested) {
 
 void parallel_for(size_t tasks, int threads, const std::function<void(size_t, int)>& fn) {
   threads = std::min<int>(resolve_threads(threads), static_cast<int>(std::max<size_t>(tasks, 1)));
-  if (threads <= 1 || t_inside_task) {
+  if (threads <= 1 || t_inside_task || tasks > 0xffffffffu) {
     for (size_t t = 0; t < tasks; ++t) fn(t, 0);
     return;
   }

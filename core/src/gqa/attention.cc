@@ -16,6 +16,10 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// Scratch is written before it is read, so it comes unzeroed from the tensor pool: per-call mmaps,
+// page faults and zero-fills of a few hundred KiB otherwise cost more than a short decode step.
+using ScratchFloats = std::vector<float, TensorAllocator<float>>;
+
 bool approx_vnni_requested() {
   static const bool on = [] {
     const char* v = std::getenv("ATTNKIT_QKGEMM_S8_APPROX_VNNI");
@@ -52,7 +56,7 @@ struct Scratch {
   size_t span;
 };
 
-Scratch carve(const GqaTiling& t, int64_t H, std::vector<float>& buf) {
+Scratch carve(const GqaTiling& t, int64_t H, ScratchFloats& buf) {
   // buf was sized before the parallel region: an allocation failure must not happen on a worker.
   const size_t M = static_cast<size_t>(t.task_rows);
   const size_t span = static_cast<size_t>(t.flash ? t.kv_block : t.naive_span);
@@ -419,13 +423,13 @@ void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& 
   };
   const size_t tiles = static_cast<size_t>(p.batch * Nk * blocks);
   const size_t tasks = t.kv_chunk > 0 ? tiles * static_cast<size_t>(t.kv_chunks) : tiles;
-  std::vector<std::vector<float>> scratch(std::min<size_t>(static_cast<size_t>(threads), tasks));
+  std::vector<ScratchFloats> scratch(std::min<size_t>(static_cast<size_t>(threads), tasks));
   for (auto& buf : scratch) buf.resize(t.worker_floats);
 
   if (t.kv_chunk > 0) {
     const size_t chunks = static_cast<size_t>(t.kv_chunks);
     const size_t stride = static_cast<size_t>(t.task_rows * (H + 2));
-    std::vector<float> partials(tiles * chunks * stride);
+    ScratchFloats partials(tiles * chunks * stride);
     parallel_for(tiles * chunks, threads, [&](size_t task, int worker) {
       Scratch s = carve(t, H, scratch[worker]);
       if (copy_past) copy_past_chunk(p, t, static_cast<int64_t>(task / chunks), static_cast<int64_t>(task % chunks),

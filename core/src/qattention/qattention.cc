@@ -21,10 +21,20 @@
 namespace attnkit {
 namespace {
 
-// Uninitialized float/int buffer (value-initializing gigabytes of scratch would cost a pass over it).
+// Uninitialized scratch from the tensor pool (attnkit/tensor.h): zeroing it would cost a pass over it, and
+// a fresh allocation per call would page-fault it in again.
 template <typename T>
-std::unique_ptr<T[]> raw_buffer(size_t n) {
-  return std::unique_ptr<T[]>(new T[n == 0 ? 1 : n]);
+struct PoolDeleter {
+  size_t bytes;
+  void operator()(T* p) const { detail::pool_free(p, bytes); }
+};
+template <typename T>
+using RawBuffer = std::unique_ptr<T[], PoolDeleter<T>>;
+
+template <typename T>
+RawBuffer<T> raw_buffer(size_t n) {
+  const size_t bytes = (n == 0 ? 1 : n) * sizeof(T);
+  return RawBuffer<T>(static_cast<T*>(detail::pool_allocate(bytes)), PoolDeleter<T>{bytes});
 }
 
 // Dequantizes columns [n0, n0 + nb) of the int32 projection in place: float(acc) * dq[c] + bias[c]
@@ -270,7 +280,7 @@ void run_q_attention(const QAttentionProblem& p, const KernelTable& kt, int thre
   float* present = request.present ? outputs->present.as<float>() : nullptr;
   const size_t heads = static_cast<size_t>(p.batch * p.heads);
   // Several row blocks per head read K straight from the projection: pack each head's panels once.
-  std::unique_ptr<float[]> panels;
+  RawBuffer<float> panels(nullptr, PoolDeleter<float>{0});
   if (lay.shared_panel_floats > 0) {
     panels = raw_buffer<float>(lay.shared_panel_floats * heads);
     const size_t columns = static_cast<size_t>(3 * p.hidden);
