@@ -9,20 +9,6 @@
 namespace attnkit {
 namespace {
 
-
-void to_f16_scalar(const float* x, size_t n, uint16_t* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = float_to_f16(x[i]);
-}
-void to_bf16_scalar(const float* x, size_t n, uint16_t* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = float_to_bf16(x[i]);
-}
-void from_f16_scalar(const uint16_t* x, size_t n, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = f16_to_float(x[i]);
-}
-void from_bf16_scalar(const uint16_t* x, size_t n, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = bf16_to_float(x[i]);
-}
-
 void quantize_s8_scalar(const float* x, const float* inv_scale, size_t n, int8_t* out) {
   for (size_t i = 0; i < n; ++i)
     out[i] = static_cast<int8_t>(kv_quantize_one(x[i], inv_scale[i], -128.0f, 127.0f));
@@ -50,8 +36,8 @@ void dequantize_s4_scalar(const uint8_t* q, const float* scale, size_t n, float*
 }  // namespace
 
 extern const KvQuantKernels kKvQuant_scalar;
-const KvQuantKernels kKvQuant_scalar = {to_f16_scalar,       to_bf16_scalar,      from_f16_scalar,
-                                        from_bf16_scalar,    quantize_s8_scalar,  quantize_s4_scalar,
+const KvQuantKernels kKvQuant_scalar = {to_f16_rows,       to_bf16_rows,      from_f16_rows,
+                                        from_bf16_rows,    quantize_s8_scalar,  quantize_s4_scalar,
                                         dequantize_s8_scalar, dequantize_s4_scalar};
 
 }  // namespace attnkit

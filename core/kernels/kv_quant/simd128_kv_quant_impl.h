@@ -31,19 +31,6 @@ void quantize_s4_128(const float* x, const float* inv, size_t n, uint8_t* out) {
   }
 }
 
-void to_f16_128(const float* x, size_t n, uint16_t* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = float_to_f16(x[i]);
-}
-void to_bf16_128(const float* x, size_t n, uint16_t* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = float_to_bf16(x[i]);
-}
-void from_f16_128(const uint16_t* x, size_t n, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = f16_to_float(x[i]);
-}
-void from_bf16_128(const uint16_t* x, size_t n, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = bf16_to_float(x[i]);
-}
-
 template <class T>
 void dequantize_s8_128(const int8_t* q, const float* scale, size_t n, float* out) {
   size_t i = 0;
