@@ -11,70 +11,19 @@ import { fileURLToPath } from 'node:url';
 import { createInstance, prepareCase } from '../../js/index.js';
 import { benchNative, cliAvailable, defaultCli } from '../../js/targets/native.js';
 import { runOrt } from '../../js/targets/ort.js';
+import { benchArgs as args, flag, GQA, gqaCase, hasFlag, qattentionCase } from './shapes.mjs';
 
-const args = process.argv.slice(2);
-const flag = (name, fallback) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : fallback;
-};
-const full = args.includes('--full');
-const quick = args.includes('--quick');
+const full = hasFlag('--full');
+const quick = hasFlag('--quick');
 const threadList = flag('--threads', '1,2').split(',').map(Number);
 const iters = Number(flag('--iters', quick ? 3 : 10));
 const filter = flag('--filter', '');
 // Timed calls stop once they add up to this, so ORT's multi-second prefill does not take minutes per shape.
 const BUDGET_MS = Number(flag('--budget-ms', quick ? 1500 : 4000));
 
-// ---- shapes ----
-const N = 16, Nk = 8, H = 128;
+// ---- shapes (bench/js/shapes.mjs) ----
+const { N, Nk, H } = GQA;
 const rand = (seed, low = -1, high = 1) => ({ random: { seed, low, high } });
-
-function gqaCase(kind, S, past, cache) {
-  const T = past + S;
-  const inputs = {
-    query: { dtype: 'float32', shape: [1, S, N * H], ...rand(1) },
-    key: { dtype: 'float32', shape: [1, S, Nk * H], ...rand(2) },
-    value: { dtype: 'float32', shape: [1, S, Nk * H], ...rand(3) },
-    seqlens_k: { dtype: 'int32', shape: [1], data: [T - 1] },
-    total_sequence_length: { dtype: 'int32', shape: [], data: [T] },
-  };
-  const attrs = { num_heads: N, kv_num_heads: Nk };
-  if (cache !== 'fp32') {
-    attrs.k_quant_type = attrs.v_quant_type = 'PER_CHANNEL';
-    attrs.kv_cache_bit_width = cache === 'int8' ? 8 : 4;
-    inputs.k_scale = { dtype: 'float32', shape: [1, Nk, 1, H], ...rand(4, 0.005, 0.01) };
-    inputs.v_scale = { dtype: 'float32', shape: [1, Nk, 1, H], ...rand(5, 0.005, 0.01) };
-  }
-  // A quantized prompt still needs (empty) past tensors of the cache dtype, or ORT cannot bind the cache type.
-  if (past > 0 || cache !== 'fp32') {
-    const dtype = { fp32: 'float32', int8: 'int8', int4: 'uint8' }[cache];
-    const row = cache === 'int4' ? H / 2 : H;
-    inputs.past_key = { dtype, shape: [1, Nk, past, row], random: cache === 'fp32' ? rand(6).random : { seed: 6 } };
-    inputs.past_value = { dtype, shape: [1, Nk, past, row], random: cache === 'fp32' ? rand(7).random : { seed: 7 } };
-  }
-  return { name: `gqa/${kind} T=${T} ${cache}`, kind, op: 'GroupQueryAttention', attrs, inputs,
-    outputs: ['output', 'present_key', 'present_value'] };
-}
-
-const D = 768, QN = 12;
-function qattentionCase(S, past) {
-  const inputs = {
-    input: { dtype: 'uint8', shape: [1, S, D], random: { seed: 11 } },
-    weight: { dtype: 'int8', shape: [D, 3 * D], random: { seed: 12 } },
-    bias: { dtype: 'float32', shape: [3 * D], ...rand(13, -0.5, 0.5) },
-    input_scale: { dtype: 'float32', shape: [], data: [0.0078125] },
-    weight_scale: { dtype: 'float32', shape: [3 * D], ...rand(14, 0.00025, 0.00075) },
-    input_zero_point: { dtype: 'uint8', shape: [], data: [128] },
-    weight_zero_point: { dtype: 'int8', shape: [3 * D], random: { seed: 15, low: -20, high: 20 } },
-  };
-  const outputs = ['output'];
-  if (past > 0) {
-    inputs.past = { dtype: 'float32', shape: [2, 1, QN, past, D / QN], ...rand(16) };
-    outputs.push('present');
-  }
-  return { name: `qattention S=${S}${past ? ` P=${past}` : ''}`, kind: past ? 'decode' : 'prefill', op: 'QAttention',
-    attrs: { num_heads: QN, unidirectional: 1 }, inputs, outputs };
-}
 
 function allShapes() {
   const shapes = [];

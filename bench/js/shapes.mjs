@@ -1,0 +1,95 @@
+// attnkit benches: the shapes every Node bench runs (issue 3's GQA, issue 4's QAttention) as case objects, the
+// command-line flags they share, and the attnkit-native-vs-onnxruntime-node loop, so all benches measure the
+// same cases the same way.
+import { benchNative } from '../../js/targets/native.js';
+import { runOrt } from '../../js/targets/ort.js';
+
+const argv = process.argv.slice(2);
+export const hasFlag = (name) => argv.includes(name);
+export const flag = (name, fallback) => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : fallback;
+};
+export const benchArgs = argv;
+
+export const GQA = { N: 16, Nk: 8, H: 128 };
+const rand = (seed, low = -1, high = 1) => ({ random: { seed, low, high } });
+
+// GroupQueryAttention, B=1, fp32 query: `kind` 'prefill' (S = T, past 0) or 'decode' (S = 1 after `past` tokens);
+// cache 'fp32' | 'int8' | 'int4' (per-channel scales).
+export function gqaCase(kind, S, past, cache) {
+  const { N, Nk, H } = GQA;
+  const T = past + S;
+  const inputs = {
+    query: { dtype: 'float32', shape: [1, S, N * H], ...rand(1) },
+    key: { dtype: 'float32', shape: [1, S, Nk * H], ...rand(2) },
+    value: { dtype: 'float32', shape: [1, S, Nk * H], ...rand(3) },
+    seqlens_k: { dtype: 'int32', shape: [1], data: [T - 1] },
+    total_sequence_length: { dtype: 'int32', shape: [], data: [T] },
+  };
+  const attrs = { num_heads: N, kv_num_heads: Nk };
+  if (cache !== 'fp32') {
+    attrs.k_quant_type = attrs.v_quant_type = 'PER_CHANNEL';
+    attrs.kv_cache_bit_width = cache === 'int8' ? 8 : 4;
+    inputs.k_scale = { dtype: 'float32', shape: [1, Nk, 1, H], ...rand(4, 0.005, 0.01) };
+    inputs.v_scale = { dtype: 'float32', shape: [1, Nk, 1, H], ...rand(5, 0.005, 0.01) };
+  }
+  // A quantized prompt still needs (empty) past tensors of the cache dtype, or ORT cannot bind the cache type.
+  if (past > 0 || cache !== 'fp32') {
+    const dtype = { fp32: 'float32', int8: 'int8', int4: 'uint8' }[cache];
+    const row = cache === 'int4' ? H / 2 : H;
+    inputs.past_key = { dtype, shape: [1, Nk, past, row], random: cache === 'fp32' ? rand(6).random : { seed: 6 } };
+    inputs.past_value = { dtype, shape: [1, Nk, past, row], random: cache === 'fp32' ? rand(7).random : { seed: 7 } };
+  }
+  return { name: `gqa/${kind} T=${T} ${cache}`, kind, op: 'GroupQueryAttention', attrs, inputs,
+    outputs: ['output', 'present_key', 'present_value'] };
+}
+
+// QAttention, issue 4's shape: B=1, D=768, N=12, u8 x s8 with per-column scale and zero point; `past` > 0 makes it
+// a decode step. The weight is an input (not an initializer), so neither side can prepack it.
+export function qattentionCase(S, past) {
+  const D = 768, N = 12, C = 3 * D;
+  const wmag = 1 / (74 * Math.sqrt(D));
+  const inputs = {
+    input: { dtype: 'uint8', shape: [1, S, D], random: { seed: 1 } },
+    weight: { dtype: 'int8', shape: [D, C], random: { seed: 2 } },
+    bias: { dtype: 'float32', shape: [C], ...rand(3, -0.5, 0.5) },
+    input_scale: { dtype: 'float32', shape: [], data: [1 / 128] },
+    weight_scale: { dtype: 'float32', shape: [C], ...rand(4, 0.5 * wmag, 1.5 * wmag) },
+    input_zero_point: { dtype: 'uint8', shape: [], data: [128] },
+    weight_zero_point: { dtype: 'int8', shape: [C], random: { seed: 5, low: -20, high: 20 } },
+  };
+  const outputs = ['output'];
+  if (past > 0) {
+    inputs.past = { dtype: 'float32', shape: [2, 1, N, past, D / N], ...rand(6) };
+    outputs.push('present');
+  }
+  return { name: `qattention S=${S}${past ? ` P=${past}` : ''}`, kind: past ? 'decode' : 'prefill', op: 'QAttention',
+    attrs: { num_heads: N }, inputs, outputs };
+}
+
+// Runs each case on attnkit native (the CLI's `bench`) and onnxruntime-node at every thread count, side by side,
+// and prints the times and ORT / attnkit ratios.
+export async function nativeVsOrt(cases, { threadList, iters, cli }) {
+  const rows = [];
+  for (const c of cases) {
+    for (const threads of threadList) {
+      process.stderr.write(`bench ${c.name} threads=${threads}\n`);
+      const native = await benchNative(c, { iters, warmup: 2, threads, ...(cli ? { cli } : {}) });
+      if (native.error) process.stderr.write(`  attnkit failed: ${native.error}\n`);
+      let ortMs = NaN;
+      try {
+        ortMs = (await runOrt(c, { backend: 'node', threads, repeat: iters })).timeMs;
+      } catch (err) {
+        process.stderr.write(`  ORT failed: ${err.message.split('\n')[0]}\n`);
+      }
+      rows.push({ name: c.name, threads, attnkitMs: native.error ? NaN : native.median_us / 1000, ortMs, isa: native.isa });
+    }
+  }
+  console.log('case                          threads  attnkit ms    ORT ms   ORT/attnkit');
+  for (const r of rows) {
+    console.log(`${r.name.padEnd(30)}${String(r.threads).padStart(4)}${r.attnkitMs.toFixed(3).padStart(12)}`
+      + `${r.ortMs.toFixed(3).padStart(10)}${(r.ortMs / r.attnkitMs).toFixed(2).padStart(12)}x  (${r.isa})`);
+  }
+  return rows;
+}
