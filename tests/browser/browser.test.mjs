@@ -54,7 +54,9 @@ describe('static server', () => {
   });
 });
 
-describe('demo page (attnkit wasm in Chromium)', { skip: browserReason ?? cliReason ?? false }, () => {
+describe('demo page (attnkit wasm in Chromium)', () => {
+  // npm test installs Chromium and builds the CLI: a missing one is a failure, not a skip.
+  before(() => assert.ok(!browserReason && !cliReason, browserReason ?? cliReason));
   let server;
   let browser;
   before(async () => {
@@ -99,7 +101,9 @@ describe('demo page (attnkit wasm in Chromium)', { skip: browserReason ?? cliRea
 
 // The six cases cover: a long prompt and a chunked prompt with S >= 32 (wrong unless subgroups are hidden from
 // ORT), decode, rotary, and the two features ORT's WebGPU EP gets wrong.
-describe('ORT WebGPU EP (SwiftShader) vs the fp64 reference', { skip: browserReason ?? cliReason ?? false }, () => {
+describe('ORT WebGPU EP (SwiftShader) vs the fp64 reference', () => {
+  // npm test installs Chromium and builds the CLI: a missing one is a failure, not a skip.
+  before(() => assert.ok(!browserReason && !cliReason, browserReason ?? cliReason));
   after(async () => { await closeTargets(); });
 
   // WebGPU computes in fp32 on SwiftShader. Outputs are convex combinations of values in [-1, 1], so the corpus
