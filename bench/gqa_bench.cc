@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
+#include <memory>
 #include <random>
 
 #include "attnkit/gqa.h"
@@ -117,25 +118,37 @@ void BM_GQA_Prefill(benchmark::State& state) {
   state.SetLabel(std::string(kCacheNames[kind]) + (state.range(3) ? " flash" : " naive"));
 }
 
-// args: T (cached tokens + 1), cache kind, threads, mode (0 naive stateless, 1 flash stateless, 2 in place)
+// A real model decodes layer after layer, so each layer's cache comes from DRAM: the "cold" mode
+// cycles through enough layers (each its own cache) that together they exceed L3 several times over.
+constexpr double kColdBytes = 160.0 * (1 << 20);
+
+// args: T (cached tokens + 1), cache kind, threads, mode (0 naive stateless, 1 flash stateless, 2 in
+// place, 3 in place over cold layers)
 void BM_GQA_Decode(benchmark::State& state, int64_t N, int64_t Nk) {
   const int64_t T = state.range(0);
   const CacheKind kind = static_cast<CacheKind>(state.range(1));
   const int mode = static_cast<int>(state.range(3));
-  Problem p;
-  make_problem(&p, N, Nk, 128, 1, T - 1, kind, mode == 2 ? T : T - 1);
+  const double kv_bytes = cache_bytes_per_token(Nk, 128, kind) * static_cast<double>(T);
+  const size_t layers = mode == 3 ? static_cast<size_t>(kColdBytes / kv_bytes) + 1 : 1;
+  std::vector<std::unique_ptr<Problem>> problems;
+  for (size_t l = 0; l < layers; ++l) {
+    problems.push_back(std::make_unique<Problem>());
+    make_problem(problems.back().get(), N, Nk, 128, 1, T - 1, kind, mode >= 2 ? T : T - 1);
+  }
   RunOptions options;
   options.threads = static_cast<int>(state.range(2));
   options.path = mode == 0 ? AttentionPath::kNaive : AttentionPath::kFlash;
   GqaOutputs out;
+  size_t layer = 0;
   for (auto _ : state) {
-    Status st = mode == 2 ? group_query_attention_in_place(p.inputs, p.attrs, GqaRequest(), &out, options)
+    const Problem& p = *problems[layer];
+    layer = (layer + 1) % layers;
+    Status st = mode >= 2 ? group_query_attention_in_place(p.inputs, p.attrs, GqaRequest(), &out, options)
                           : group_query_attention(p.inputs, p.attrs, GqaRequest(), &out, options);
     if (!st.ok()) state.SkipWithError(st.message().c_str());
   }
-  const double kv_bytes = cache_bytes_per_token(Nk, 128, kind) * static_cast<double>(T);
   state.counters["KV_GBs"] = benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  static const char* const modes[] = {" naive", " flash", " in-place"};
+  static const char* const modes[] = {" naive", " flash", " in-place", " in-place cold"};
   state.SetLabel(std::string(kCacheNames[kind]) + modes[mode]);
 }
 
@@ -150,12 +163,12 @@ BENCHMARK(BM_GQA_Prefill)
     ->UseRealTime();
 BENCHMARK(BM_GQA_Decode_16x8)
     ->ArgNames({"T", "cache", "threads", "mode"})
-    ->ArgsProduct({{512, 2048, 4096}, {kF32, kI8, kI4}, {1, 2}, {0, 1, 2}})
+    ->ArgsProduct({{512, 2048, 4096}, {kF32, kI8, kI4}, {1, 2}, {0, 1, 2, 3}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK(BM_GQA_FlashDecoding_4x4)
     ->ArgNames({"T", "cache", "threads", "mode"})
-    ->ArgsProduct({{4096}, {kF32, kI8, kI4}, {1, 2}, {0, 1, 2}})
+    ->ArgsProduct({{4096}, {kF32, kI8, kI4}, {1, 2}, {0, 1, 2, 3}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -34,6 +34,10 @@ extern const GemmU8X8Kernels kGemmU8X8_avx512vnni;
 extern const GemmU8X8Kernels kGemmU8X8_neon_dotprod;
 void qk_gemm_s8_approx_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq,
                                   const void* K, size_t ldk, float alpha, float* C, size_t ldc);
+void qk_gemm_s8_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
+                           size_t ldk, float alpha, float* C, size_t ldc);
+void qk_gemm_s4_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
+                           size_t ldk, float alpha, float* C, size_t ldc);
 
 namespace {
 
@@ -137,6 +141,9 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
     t->gemm_u8x8 = f.avxvnni ? kGemmU8X8_avxvnni : kGemmU8X8_avx2;
     if (f.avx512vnni) {
       t->gemm_u8x8 = kGemmU8X8_avx512vnni;
+      // Same integer sums as the avx512 limb kernels (bit-identical), one vpdpwssd per madd+add.
+      t->qk.s8 = qk_gemm_s8_avx512vnni;
+      t->qk.s4 = qk_gemm_s4_avx512vnni;
       // The approximate VNNI QK is opt-in (it quantizes the query): the driver uses it only when asked.
       t->qk.s8_approx_vnni = qk_gemm_s8_approx_avx512vnni;
     }
@@ -222,6 +229,19 @@ std::vector<std::string> available_isas() {
   std::vector<std::string> out;
   for (const char* isa : kIsaOrder)
     if (isa_runnable(isa)) out.push_back(isa);
+  return out;
+}
+
+std::vector<QkIntVariant> qk_int_variants() {
+  std::vector<QkIntVariant> out;
+  for (const std::string& isa : available_isas()) {
+    const KernelTable* t = kernel_table_for(isa);
+    out.push_back({isa, t->qk.s8, t->qk.s4});
+#if defined(ATTNKIT_HAVE_QK_GEMM_AVX512)
+    // With VNNI the avx512 table holds the vpdpwssd kernels; the pmaddwd ones must still be right.
+    if (isa == "avx512" && cpu().avx512vnni) out.push_back({"avx512-madd", kQkGemm_avx512.s8, kQkGemm_avx512.s4});
+#endif
+  }
   return out;
 }
 

@@ -35,6 +35,13 @@ const KernelTable* kernel_table_for(const std::string& isa);
 std::vector<std::string> available_isas();
 // The ISA the CPU would pick natively (ignores ATTNKIT_ISA).
 std::string best_native_isa();
+// Every int8/int4 QK kernel this build holds and the CPU runs, including variants no table shows by
+// default (the avx512 pmaddwd kernels where VNNI replaces them), for the tests: all must give the same bits.
+struct QkIntVariant {
+  std::string name;
+  QkGemmFn s8, s4;
+};
+std::vector<QkIntVariant> qk_int_variants();
 // CPU feature names detected at start (for `attnkit info`), e.g. "avx2", "avx512vnni", "avxvnni", "dotprod".
 std::vector<std::string> cpu_features();
 bool cpu_has_feature(const std::string& name);

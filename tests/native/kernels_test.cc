@@ -230,6 +230,67 @@ TEST(KernelQkGemm, PackAndPackedGemmMatchReference) {
       }
 }
 
+// int8/int4 caches take the integer limb path (qk_gemm/limb_query.h): q is split exactly to within
+// 2^-30 * 2^ceil(log2 amax) <= 2^-29 amax per element, the sums are exact, and three fp32 roundings
+// follow (int->float of the hi sum, the add, the scale), each within u of a term bounded by
+// |alpha| (sum|q||k| + 2^-15 amax sum|k|). So every variant must give the scalar kernel's bits and stay
+// within |alpha| (4u sum|q||k| + 2^-28 amax sum|k|) of the exact score. Rows the integer path cannot
+// hold (NaN, |q| beyond 2^40 or below 2^-40, H > 1016) take the fp32 kernel and its bound.
+TEST(KernelQkGemm, IntegerCachesGiveTheSameBitsOnEveryIsa) {
+  std::mt19937 rng(2024);
+  const auto variants = qk_int_variants();
+  ASSERT_EQ(variants.front().name, "scalar");
+  const float row_scales[] = {1.0f, 1e-6f, 3e5f, 0.0f, 0x1p-45f, 0x1p45f, 1.0f, 7.5e-3f, 1.0f};
+  for (CacheElem e : {CacheElem::kS8, CacheElem::kS4})
+    for (size_t H : {size_t{8}, size_t{24}, size_t{64}, size_t{72}, size_t{128}, size_t{136}, size_t{256},
+                     size_t{1016}, size_t{1024}})
+      for (size_t N : {size_t{1}, size_t{7}, size_t{33}, size_t{130}}) {
+        const size_t M = 9;
+        const size_t ldk = stride_for(e, H, N);
+        Guarded K(N * ldk), Q(M * H * 4);
+        fill_cache(e, N, H, ldk, K.as<uint8_t>(), rng);
+        float* q = Q.as<float>();
+        fill_floats(q, M * H, rng);
+        for (size_t i = 0; i < M; ++i)
+          for (size_t d = 0; d < H; ++d) q[i * H + d] *= row_scales[i];
+        q[6 * H + H / 2] = std::numeric_limits<float>::quiet_NaN();  // row 6: NaN must propagate
+        q[8 * H + 3] = 50.0f;                                          // row 8: one dominant element
+        const float alpha = 0.0883883f;
+        std::vector<double> want(M * N), absum(M * N);
+        ref::qk_gemm(e, M, N, H, q, H, K.as<uint8_t>(), ldk, alpha, want.data(), N);
+        ref::qk_gemm_abs(e, M, N, H, q, H, K.as<uint8_t>(), ldk, absum.data(), N);
+        std::vector<float> first;
+        for (const QkIntVariant& v : variants) {
+          Guarded C(M * N * 4);
+          (e == CacheElem::kS8 ? v.s8 : v.s4)(M, N, H, q, H, K.as<uint8_t>(), ldk, alpha, C.as<float>(), N);
+          const float* c = C.as<float>();
+          for (size_t i = 0; i < M; ++i) {
+            double amax = 0;
+            for (size_t d = 0; d < H; ++d) amax = std::max(amax, std::fabs(double(q[i * H + d])));
+            const bool limbs = H <= 1016 && i != 6 && (amax == 0 || (amax >= 0x1p-40 && amax <= 0x1p40));
+            for (size_t j = 0; j < N; ++j) {
+              const size_t x = i * N + j;
+              const std::string where = v.name + " " + ref::cache_elem_name(e) + " H=" + std::to_string(H) +
+                                        " N=" + std::to_string(N) + " row " + std::to_string(i);
+              if (i == 6) {
+                ASSERT_TRUE(std::isnan(c[x])) << where;
+                continue;
+              }
+              double ksum = 0;
+              for (size_t d = 0; d < H; ++d)
+                ksum += std::fabs(ref::cache_value(e, K.as<uint8_t>() + j * ldk, d));
+              const double bound = limbs ? alpha * (4 * kU * absum[x] + 0x1p-28 * amax * ksum)
+                                         : (H + 1) * kU * alpha * absum[x];
+              ASSERT_LE(std::fabs(c[x] - want[x]), bound + 1e-30) << where;
+              if (limbs && !first.empty())
+                ASSERT_EQ(0, std::memcmp(&c[x], &first[x], 4)) << where << " differs from scalar";
+            }
+          }
+          if (first.empty()) first.assign(C.as<float>(), C.as<float>() + M * N);
+        }
+      }
+}
+
 // The opt-in VNNI kernel quantizes each query row with scale s = amax/127: each q_d moves by at most
 // s/2, so the score moves by at most alpha * (s/2) * sum|k| (plus the fp32 rescale, a few ulp).
 TEST(KernelQkGemm, ApproxVnniWithinQuantizationBound) {

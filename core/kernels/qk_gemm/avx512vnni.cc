@@ -1,16 +1,23 @@
-// attnkit qk_gemm, opt-in approximate int8 per-tensor QK with AVX512-VNNI (vpdpbusd).
-// The query row is quantized symmetrically (s = amax/127, q_i = rint(q / s)), so each score moves by at
-// most alpha * (s/2) * sum_d |k_d| from the exact contract (about 0.4% of amax*sum|k| -- the same
-// order as ORT's approximate path). K bytes are offset to unsigned (k + 128) for vpdpbusd, and the
-// offset is removed with the query's integer sum: sum (k+128) q = sum k q + 128 sum q.
+// attnkit qk_gemm with AVX512-VNNI: the exact int8/int4 limb QK on vpdpwssd (one instruction per
+// int16 multiply-add, same bits as every other ISA), and the opt-in approximate int8 per-tensor QK.
+// The approximate kernel quantizes the query row symmetrically (s = amax/127, q_i = rint(q / s)), so
+// each score moves by at most alpha * (s/2) * sum_d |k_d| (about 0.4% of amax*sum|k|, the order of
+// ORT's approximate path). vpdpbusd wants unsigned K: bytes are offset by 128 and the offset removed
+// with the query's integer sum, sum (k+128) q = sum k q + 128 sum q.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "qk_gemm/x86_gemm_impl.h"
+#include "qk_gemm/x86_limbs_impl.h"
 #include "qk_gemm/x86_traits_avx512.h"
 
 namespace attnkit {
 namespace {
+
+struct Avx512Vnni : Avx512 {
+  static Vi dot(Vi acc, Vi a, Vi b) { return _mm512_dpwssd_epi32(acc, a, b); }
+};
 
 constexpr size_t kChunk = 64;  // bytes per vpdpbusd step
 constexpr int kRowsPerBlock = 4;
@@ -66,6 +73,16 @@ void rows(size_t N, size_t H, const QuantizedQuery* q, const uint8_t* K, size_t 
 }
 
 }  // namespace
+
+void qk_gemm_s8_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
+                           size_t ldk, float alpha, float* C, size_t ldc) {
+  qk_limbs<X86Limbs<Avx512Vnni>, false, qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+}
+
+void qk_gemm_s4_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
+                           size_t ldk, float alpha, float* C, size_t ldc) {
+  qk_limbs<X86Limbs<Avx512Vnni>, true, qk_direct<Avx512, S4>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+}
 
 void qk_gemm_s8_approx_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq,
                                   const void* K, size_t ldk, float alpha, float* C, size_t ldc) {

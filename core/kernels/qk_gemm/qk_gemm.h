@@ -17,8 +17,9 @@ constexpr size_t kQkPanelKeys = 16;
 //   f32/f16/bf16: the stored value as float; s8: the int8 value; s4: the nibble of byte d/2 (low nibble
 //   for even d) minus 8. Quantization scales are not applied here: per-tensor scales are folded into
 //   alpha and per-channel scales into Q by the caller, so the integer-to-float step is exact.
-// H is a multiple of 8. Accumulation is fp32; the summation order may differ per ISA.
-// No reads outside [0, H) of any row.
+// H is a multiple of 8. f32/f16/bf16: fp32 accumulation; the summation order may differ per ISA.
+// s8/s4: the exact integer limb products of limb_query.h (same bits on every ISA; rows it cannot hold
+// take the fp32 path). No reads outside [0, H) of any row.
 using QkGemmFn = void (*)(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
                           size_t ldk, float alpha, float* C, size_t ldc);
 

@@ -1,6 +1,8 @@
 // attnkit qk_gemm kernels, scalar: plain loops over the contract in qk_gemm.h. The portable fallback
-// (and the tail handler shape the SIMD files follow); fp32 accumulation in index order.
+// (and the tail handler shape the SIMD files follow); fp32 accumulation in index order, and the exact
+// integer limb sums of limb_query.h for int8/int4 caches.
 #include "qk_gemm/cache_elem.h"
+#include "qk_gemm/limb_query.h"
 #include "qk_gemm/qk_gemm.h"
 
 namespace attnkit {
@@ -20,6 +22,35 @@ void direct(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void
     }
   }
 }
+
+struct ScalarLimbs {
+  static constexpr int kMaxRows = 4;
+  static constexpr size_t kStep = 1;
+  static constexpr int keys_for_rows(int) { return 1; }
+  template <int MB, int R, bool S4>
+  static void tile(size_t H, const LimbRow* q, const uint8_t* K, size_t ldk, float* const* c) {
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* row = K + r * ldk;
+      for (int i = 0; i < MB; ++i) {
+        int32_t h = 0, l = 0;
+        if (S4) {
+          for (size_t b = 0; b < H / 2; ++b) {
+            const int32_t even = row[b] & 15, odd = row[b] >> 4;
+            h += q[i].hi[b] * even + q[i].hi[q[i].odd + b] * odd;
+            l += q[i].lo[b] * even + q[i].lo[q[i].odd + b] * odd;
+          }
+        } else {
+          for (size_t d = 0; d < H; ++d) {
+            const int32_t k = static_cast<int8_t>(row[d]);
+            h += q[i].hi[d] * k;
+            l += q[i].lo[d] * k;
+          }
+        }
+        c[i][r] = combine_limbs(h, l, q[i], S4);
+      }
+    }
+  }
+};
 
 template <typename Elem>
 void pack(size_t N, size_t H, const void* K, size_t ldk, float* panels) {
@@ -57,7 +88,8 @@ void packed(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const floa
 extern const QkGemmKernels kQkGemm_scalar;
 const QkGemmKernels kQkGemm_scalar = {
     direct<cache_elem::F32>, direct<cache_elem::F16>, direct<cache_elem::BF16>,
-    direct<cache_elem::S8>,  direct<cache_elem::S4>,  pack<cache_elem::F32>,
+    qk_limbs<ScalarLimbs, false, direct<cache_elem::S8>>,
+    qk_limbs<ScalarLimbs, true, direct<cache_elem::S4>>,  pack<cache_elem::F32>,
     pack<cache_elem::F16>,   pack<cache_elem::BF16>,  pack<cache_elem::S8>,
     pack<cache_elem::S4>,    packed,                  nullptr};
 

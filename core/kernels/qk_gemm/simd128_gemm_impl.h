@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 
+#include "qk_gemm/limb_query.h"
 #include "qk_gemm/qk_gemm.h"
 #include "sv_gemm/sv_gemm.h"
 
@@ -65,6 +66,48 @@ void qk128_direct(size_t M, size_t N, size_t H, const float* Q, size_t ldq, cons
     }
   }
 }
+
+// The integer limb QK tile of limb_query.h: each K row widened to int16 once (8 lanes) for both limbs
+// of every query row; the int32 lanes are summed per key.
+template <class T>
+struct Simd128Limbs {
+  using Vi = typename T::Vi;
+  static constexpr int kMaxRows = 4;
+  static constexpr size_t kStep = 8;
+  static constexpr int keys_for_rows(int mb) { return mb == 1 ? 4 : 2; }
+
+  template <int MB, int R, bool S4>
+  static void tile(size_t H, const LimbRow* q, const uint8_t* K, size_t ldk, float* const* c) {
+    Vi ah[MB][R], al[MB][R];
+    for (int i = 0; i < MB; ++i)
+      for (int r = 0; r < R; ++r) ah[i][r] = al[i][r] = T::i32_zero();
+    if constexpr (S4) {
+      const size_t bytes = H / 2;
+      for (size_t b = 0; b < bytes; b += kStep)
+        for (int r = 0; r < R; ++r) {
+          const auto x = T::i16_widen_u8(K + r * ldk + b, bytes - b);
+          const auto even = T::i16_low_nibbles(x), odd = T::i16_high_nibbles(x);
+          for (int i = 0; i < MB; ++i) {
+            ah[i][r] = T::i32_dot(T::i32_dot(ah[i][r], even, T::i16_load(q[i].hi + b)), odd,
+                                  T::i16_load(q[i].hi + q[i].odd + b));
+            al[i][r] = T::i32_dot(T::i32_dot(al[i][r], even, T::i16_load(q[i].lo + b)), odd,
+                                  T::i16_load(q[i].lo + q[i].odd + b));
+          }
+        }
+    } else {
+      for (size_t d = 0; d < H; d += kStep)
+        for (int r = 0; r < R; ++r) {
+          const auto k = T::i16_widen_s8(K + r * ldk + d);
+          for (int i = 0; i < MB; ++i) {
+            ah[i][r] = T::i32_dot(ah[i][r], k, T::i16_load(q[i].hi + d));
+            al[i][r] = T::i32_dot(al[i][r], k, T::i16_load(q[i].lo + d));
+          }
+        }
+    }
+    for (int i = 0; i < MB; ++i)
+      for (int r = 0; r < R; ++r) c[i][r] = combine_limbs(T::i32_hsum(ah[i][r]), T::i32_hsum(al[i][r]), q[i], S4);
+  }
+};
 
 template <class T, class E>
 void qk128_pack(size_t N, size_t H, const void* K, size_t ldk, float* panels) {

@@ -90,6 +90,31 @@ struct Avx512 {
     if (n >= 32) _mm512_storeu_ps(p + 16, b); else if (n > 16) storeu_n(p + 16, b, n - 16);
   }
 
+  // Integer limb QK (x86_limbs_impl.h): 32 int16 lanes per vector; partial loads are masked.
+  static constexpr int kLimbRows = 8;
+  static constexpr int limb_keys_for_rows(int mb) { return mb == 1 ? 8 : mb == 2 ? 4 : mb <= 4 ? 2 : 1; }
+  static Vi zeroi() { return _mm512_setzero_si512(); }
+  static Vi loadi(const int16_t* p) { return _mm512_loadu_si512(p); }
+  static __m256i bytes32(const uint8_t* p, size_t n) {
+    if (n >= 32) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm256_maskz_loadu_epi8(static_cast<__mmask32>((uint64_t{1} << n) - 1), p);
+  }
+  static Vi widen_s8(const uint8_t* p, size_t n) { return _mm512_cvtepi8_epi16(bytes32(p, n)); }
+  static Vi widen_u8(const uint8_t* p, size_t n) { return _mm512_cvtepu8_epi16(bytes32(p, n)); }
+  static Vi low_nibbles(Vi x) { return _mm512_and_si512(x, _mm512_set1_epi16(15)); }
+  static Vi high_nibbles(Vi x) { return _mm512_srli_epi16(x, 4); }
+  static Vi dot(Vi acc, Vi a, Vi b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
+  // Halves each vector to 256 bits, then the AVX2 hadd tree.
+  static __m256i reduce8i(const Vi v[8]) {
+    __m256i h[8];
+    for (int k = 0; k < 8; ++k)
+      h[k] = _mm256_add_epi32(_mm512_castsi512_si256(v[k]), _mm512_extracti64x4_epi64(v[k], 1));
+    const __m256i t0 = _mm256_hadd_epi32(h[0], h[1]), t1 = _mm256_hadd_epi32(h[2], h[3]);
+    const __m256i t2 = _mm256_hadd_epi32(h[4], h[5]), t3 = _mm256_hadd_epi32(h[6], h[7]);
+    const __m256i u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+  }
+
   // Sums of 8 vectors as one __m256 (lane r = sum of v[r]) through a shuffle tree.
   static __m256 reduce8(const V v[8]) {
     V t[4];

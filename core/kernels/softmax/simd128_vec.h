@@ -127,6 +127,27 @@ struct Vec128 {
     const simde_uint8x8_t z = simde_vzip_u8(l, h).val[0];
     widen8(simde_vsub_s8(simde_vreinterpret_s8_u8(z), simde_vdup_n_s8(8)), lo, hi);
   }
+
+  // Integer limb QK (Simd128Limbs in qk_gemm/simd128_gemm_impl.h): 8 int16 lanes, int32 sums.
+  using I16 = simde_int16x8_t;
+  static I16 i16_load(const int16_t* p) { return simde_vld1q_s16(p); }
+  static I16 i16_widen_s8(const uint8_t* p) {
+    int8_t b[8];
+    std::memcpy(b, p, 8);
+    return simde_vmovl_s8(simde_vld1_s8(b));
+  }
+  static I16 i16_widen_u8(const uint8_t* p, size_t n) {
+    uint8_t b[8] = {0};
+    std::memcpy(b, p, n < 8 ? n : 8);
+    return simde_vreinterpretq_s16_u16(simde_vmovl_u8(simde_vld1_u8(b)));
+  }
+  static I16 i16_low_nibbles(I16 x) { return simde_vandq_s16(x, simde_vdupq_n_s16(15)); }
+  static I16 i16_high_nibbles(I16 x) { return simde_vshrq_n_s16(x, 4); }
+  static Vi i32_zero() { return simde_vdupq_n_s32(0); }
+  static Vi i32_dot(Vi acc, I16 a, I16 b) {  // smlal + smlal2: exact int16 products into int32 lanes
+    return simde_vmlal_high_s16(simde_vmlal_s16(acc, simde_vget_low_s16(a), simde_vget_low_s16(b)), a, b);
+  }
+  static int32_t i32_hsum(Vi v) { return simde_vaddvq_s32(v); }
 };
 #else
 struct Vec128 {
@@ -212,6 +233,25 @@ struct Vec128 {
     const V h = simde_wasm_u8x16_shr(v, 4);
     const V z = simde_wasm_i8x16_shuffle(l, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     widen8(simde_wasm_i8x16_sub(z, simde_wasm_i8x16_splat(8)), lo, hi);
+  }
+
+  // Integer limb QK (Simd128Limbs in qk_gemm/simd128_gemm_impl.h): 8 int16 lanes, int32 sums.
+  using I16 = simde_v128_t;
+  static I16 i16_load(const int16_t* p) { return simde_wasm_v128_load(p); }
+  static I16 i16_widen_s8(const uint8_t* p) { return simde_wasm_i16x8_load8x8(p); }
+  static I16 i16_widen_u8(const uint8_t* p, size_t n) {
+    if (n >= 8) return simde_wasm_u16x8_load8x8(p);
+    uint8_t b[8] = {0};
+    std::memcpy(b, p, n);
+    return simde_wasm_u16x8_load8x8(b);
+  }
+  static I16 i16_low_nibbles(I16 x) { return simde_wasm_v128_and(x, simde_wasm_i16x8_splat(15)); }
+  static I16 i16_high_nibbles(I16 x) { return simde_wasm_u16x8_shr(x, 4); }
+  static Vi i32_zero() { return simde_wasm_i32x4_splat(0); }
+  static Vi i32_dot(Vi acc, I16 a, I16 b) { return simde_wasm_i32x4_add(acc, simde_wasm_i32x4_dot_i16x8(a, b)); }
+  static int32_t i32_hsum(Vi v) {
+    const Vi t = simde_wasm_i32x4_add(v, simde_wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
+    return simde_wasm_i32x4_extract_lane(simde_wasm_i32x4_add(t, simde_wasm_i32x4_shuffle(t, t, 1, 0, 3, 2)), 0);
   }
 };
 #endif

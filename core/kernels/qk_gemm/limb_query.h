@@ -1,0 +1,134 @@
+// attnkit qk_gemm: exact integer QK for int8/int4 caches. Each fp32 query row is split, exactly to
+// 2^-29 of its largest element, into two int16 limbs (q = 2^-e (2^15 hi + lo)), so q.k becomes two
+// integer dot products that every ISA computes exactly (pmaddwd, vpdpwssd, smlal, i32x4.dot) and
+// one shared rounding step; results are bit-identical across ISAs and never less accurate than fp32.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "qk_gemm/qk_gemm.h"
+
+namespace attnkit {
+namespace {
+
+// Limb sums stay below 2^31 while H * 2^14 * 2^7 does: the integer path takes H < 1024 and falls back
+// to the fp32 kernel beyond (no model uses such heads).
+constexpr size_t kLimbMaxH = 1016;
+// Rows whose largest |q| lies outside [2^-40, 2^40] (or is not finite) take the fp32 kernel: their
+// scale would leave fp32's normal range, and NaN/Inf must propagate as in the fp32 contract.
+constexpr float kLimbMinAbs = 0x1p-40f, kLimbMaxAbs = 0x1p40f;
+
+struct LimbRow {
+  const int16_t* hi;  // s8: H values (padded with zeros); s4: even elements, then odd ones at +odd
+  const int16_t* lo;
+  size_t odd;         // s4: where the odd elements start (a multiple of the ISA's step); s8: 0
+  float factor;       // alpha * 2^-e
+  int32_t sum_hi, sum_lo;  // for s4: sums of the limbs, to remove the nibble offset 8
+};
+
+// Splits q[0, H) into hi/lo. s4 stores the even elements at [0, H/2) and the odd ones at
+// [half, half + H/2), half >= H/2; padding up to `padded` (s8) or to half in each part is zero.
+// Returns false when the row must take the fp32 kernel.
+inline bool split_limbs(const float* q, size_t H, bool s4, size_t half, size_t padded, float alpha,
+                        int16_t* hi, int16_t* lo, LimbRow* row) {
+  float amax = 0.0f;
+  bool out_of_range = false;
+  for (size_t d = 0; d < H; ++d) {
+    const float a = std::fabs(q[d]);
+    out_of_range |= !(a <= kLimbMaxAbs);  // also NaN, which std::max would skip
+    amax = std::max(amax, a);
+  }
+  if (out_of_range || H > kLimbMaxH) return false;
+  std::fill(hi, hi + padded, int16_t{0});
+  std::fill(lo, lo + padded, int16_t{0});
+  *row = {hi, lo, s4 ? half : 0, 0.0f, 0, 0};
+  if (amax == 0.0f) return true;  // all-zero row: every score is 0
+  if (amax < kLimbMinAbs) return false;
+  int x;
+  std::frexp(amax, &x);  // amax = m 2^x, m in [0.5, 1)
+  const int e = 29 - x;  // amax 2^e < 2^29, so |Q| <= 2^29 and both limbs fit in [-2^14, 2^14]
+  const double scale = std::ldexp(1.0, e);  // a power of two: q * scale is exact in double
+  int32_t sum_hi = 0, sum_lo = 0;
+  for (size_t d = 0; d < H; ++d) {
+    const int32_t v = static_cast<int32_t>(std::nearbyint(static_cast<double>(q[d]) * scale));
+    const int32_t h = (v + (1 << 14)) >> 15;
+    const int32_t l = v - h * (1 << 15);
+    const size_t at = s4 ? (d % 2) * half + d / 2 : d;
+    hi[at] = static_cast<int16_t>(h);
+    lo[at] = static_cast<int16_t>(l);
+    sum_hi += h;
+    sum_lo += l;
+  }
+  *row = {hi, lo, s4 ? half : 0, std::ldexp(alpha, -e), sum_hi, sum_lo};
+  return true;
+}
+
+// The one rounding step, identical on every ISA: the integer dot products to the score. s4 sums were
+// taken over raw nibbles (0..15), so the offset 8 is removed here, exactly.
+inline float combine_limbs(int32_t dot_hi, int32_t dot_lo, const LimbRow& r, bool s4) {
+  if (s4) {
+    dot_hi -= 8 * r.sum_hi;
+    dot_lo -= 8 * r.sum_lo;
+  }
+  return (static_cast<float>(dot_hi) * 32768.0f + static_cast<float>(dot_lo)) * r.factor;
+}
+
+// The driver every ISA shares. T supplies kMaxRows, kStep (int16 lanes per vector: limb rows are
+// padded to it), keys_for_rows(MB), and
+//   template <int MB, int R, bool S4> static void tile(size_t H, const LimbRow* q, const uint8_t* K,
+//                                                     size_t ldk, float* const* c)
+// which writes the scores of MB rows x R keys to c[i][r], each through combine_limbs' exact formula.
+template <class T, int MB, bool kS4>
+void limb_rows(size_t N, size_t H, const LimbRow* q, const uint8_t* K, size_t ldk, float* const* c_rows) {
+  constexpr int R = T::keys_for_rows(MB);
+  float* c[MB];
+  size_t j = 0;
+  for (; j + R <= N; j += R) {
+    for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
+    T::template tile<MB, R, kS4>(H, q, K + j * ldk, ldk, c);
+  }
+  for (; j < N; ++j) {
+    for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
+    T::template tile<MB, 1, kS4>(H, q, K + j * ldk, ldk, c);
+  }
+}
+
+template <class T, bool kS4, int MB = T::kMaxRows>
+void limb_rows_dispatch(int mb, size_t N, size_t H, const LimbRow* q, const uint8_t* K, size_t ldk,
+                        float* const* c) {
+  if constexpr (MB >= 1) {
+    if (mb == MB) return limb_rows<T, MB, kS4>(N, H, q, K, ldk, c);
+    limb_rows_dispatch<T, kS4, MB - 1>(mb, N, H, q, K, ldk, c);
+  }
+}
+
+// Rows the integer path cannot take go to kFallback (the same ISA's fp32 kernel) one by one.
+template <class T, bool kS4, QkGemmFn kFallback>
+void qk_limbs(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk,
+              float alpha, float* C, size_t ldc) {
+  if (H > kLimbMaxH) return kFallback(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+  constexpr size_t kStep = T::kStep;
+  const size_t half = kS4 ? (H / 2 + kStep - 1) / kStep * kStep : 0;
+  const size_t padded = kS4 ? 2 * half : (H + kStep - 1) / kStep * kStep;
+  alignas(64) int16_t limbs[T::kMaxRows][2][kLimbMaxH + 2 * kStep];
+  const uint8_t* base = static_cast<const uint8_t*>(K);
+  size_t i = 0;
+  while (i < M) {
+    LimbRow rows[T::kMaxRows];
+    float* out[T::kMaxRows];
+    int mb = 0;
+    for (; i < M && mb < T::kMaxRows; ++i) {
+      const float* q = Q + i * ldq;
+      if (split_limbs(q, H, kS4, half, padded, alpha, limbs[mb][0], limbs[mb][1], &rows[mb]))
+        out[mb++] = C + i * ldc;
+      else
+        kFallback(1, N, H, q, ldq, K, ldk, alpha, C + i * ldc, ldc);
+    }
+    if (mb > 0) limb_rows_dispatch<T, kS4>(mb, N, H, rows, base, ldk, out);
+  }
+}
+
+}  // namespace
+}  // namespace attnkit

@@ -1,0 +1,95 @@
+// attnkit: the integer limb QK tile of limb_query.h for x86, written once over an ISA traits type I
+// (Avx2, Avx512, or Avx512 with vpdpwssd). Each K row is widened to int16 once and multiplied with
+// both limbs of every query row in the block; sums are reduced 8 keys at a time.
+#pragma once
+#include "qk_gemm/limb_query.h"
+
+namespace attnkit {
+namespace {
+
+template <class I>
+struct X86Limbs {
+  using Vi = typename I::Vi;
+  static constexpr int kMaxRows = I::kLimbRows;
+  static constexpr size_t kStep = 2 * I::W;
+  static constexpr int keys_for_rows(int mb) { return I::limb_keys_for_rows(mb); }
+
+  template <int MB, int R, bool S4>
+  static void tile(size_t H, const LimbRow* q, const uint8_t* K, size_t ldk, float* const* c) {
+    Vi ah[MB][R], al[MB][R];
+    for (int i = 0; i < MB; ++i)
+      for (int r = 0; r < R; ++r) ah[i][r] = al[i][r] = I::zeroi();
+    if constexpr (S4) {
+      const size_t bytes = H / 2;
+      for (size_t b = 0; b < bytes; b += kStep) {
+        for (int r = 0; r < R; ++r) {
+          const Vi x = I::widen_u8(K + r * ldk + b, bytes - b);
+          const Vi even = I::low_nibbles(x), odd = I::high_nibbles(x);
+          for (int i = 0; i < MB; ++i) {
+            ah[i][r] = I::dot(I::dot(ah[i][r], even, I::loadi(q[i].hi + b)), odd, I::loadi(q[i].hi + q[i].odd + b));
+            al[i][r] = I::dot(I::dot(al[i][r], even, I::loadi(q[i].lo + b)), odd, I::loadi(q[i].lo + q[i].odd + b));
+          }
+        }
+      }
+    } else {
+      for (size_t d = 0; d < H; d += kStep) {
+        Vi qh[MB], ql[MB];
+        for (int i = 0; i < MB; ++i) {
+          qh[i] = I::loadi(q[i].hi + d);
+          ql[i] = I::loadi(q[i].lo + d);
+        }
+        for (int r = 0; r < R; ++r) {
+          const Vi k = I::widen_s8(K + r * ldk + d, H - d);
+          for (int i = 0; i < MB; ++i) {
+            ah[i][r] = I::dot(ah[i][r], k, qh[i]);
+            al[i][r] = I::dot(al[i][r], k, ql[i]);
+          }
+        }
+      }
+    }
+    for (int i = 0; i < MB; ++i) {
+      // combine_limbs' formula lane-wise: the same roundings, so the same bits as the scalar kernel.
+      const __m256i off_hi = _mm256_set1_epi32(S4 ? 8 * q[i].sum_hi : 0);
+      const __m256i off_lo = _mm256_set1_epi32(S4 ? 8 * q[i].sum_lo : 0);
+      if constexpr (R <= 4) {
+        // One reduction: hi sums land in lanes 0-3, lo sums in lanes 4-7.
+        Vi p[8];
+        for (int r = 0; r < 4; ++r) {
+          p[r] = r < R ? ah[i][r] : I::zeroi();
+          p[4 + r] = r < R ? al[i][r] : I::zeroi();
+        }
+        const __m256i sums = _mm256_sub_epi32(I::reduce8i(p), _mm256_permute2x128_si256(off_hi, off_lo, 0x20));
+        const __m128 h = _mm_cvtepi32_ps(_mm256_castsi256_si128(sums));
+        const __m128 l = _mm_cvtepi32_ps(_mm256_extracti128_si256(sums, 1));
+        const __m128 out = _mm_mul_ps(_mm_add_ps(_mm_mul_ps(h, _mm_set1_ps(32768.0f)), l), _mm_set1_ps(q[i].factor));
+        if (R == 4) {
+          _mm_storeu_ps(c[i], out);
+        } else {
+          alignas(16) float o[4];
+          _mm_store_ps(o, out);
+          for (int r = 0; r < R; ++r) c[i][r] = o[r];
+        }
+      } else {
+        Vi ph[8], pl[8];
+        for (int r = 0; r < 8; ++r) {
+          ph[r] = r < R ? ah[i][r] : I::zeroi();
+          pl[r] = r < R ? al[i][r] : I::zeroi();
+        }
+        const __m256i h = _mm256_sub_epi32(I::reduce8i(ph), off_hi), l = _mm256_sub_epi32(I::reduce8i(pl), off_lo);
+        const __m256 out = _mm256_mul_ps(
+            _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(h), _mm256_set1_ps(32768.0f)), _mm256_cvtepi32_ps(l)),
+            _mm256_set1_ps(q[i].factor));
+        if (R == 8) {
+          _mm256_storeu_ps(c[i], out);
+        } else {
+          alignas(32) float o[8];
+          _mm256_store_ps(o, out);
+          for (int r = 0; r < R; ++r) c[i][r] = o[r];
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace attnkit
