@@ -1,6 +1,6 @@
 // attnkit: 4-lane QK and SV loops for the NEON and wasm128 files over Vec128 (softmax/simd128_vec.h).
 // H is a multiple of 8, so every row is walked in 8-element steps with no tails: direct QK blocks
-// 4 query rows x 4 keys (each K row converted once), packed QK 4 rows x 16 keys, SV 4 rows x 16 columns.
+// 4 query rows x 4 keys (each K row converted once); packed QK and SV use the ISA's register tile.
 #pragma once
 #include <algorithm>
 
@@ -131,44 +131,49 @@ void qk128_pack(size_t N, size_t H, const void* K, size_t ldk, float* panels) {
   }
 }
 
+// Register tiles come from T: kTileRows x kTileVecs 4-lane accumulators (wasm's x64 lowering has only
+// 16 vector registers, so its tile is 6 x 2; NEON's 32 hold 4 x 4).
 template <class T, int MR>
 inline void qk128_packed_tile(size_t H, const float* Q, size_t ldq, const float* panel, float alpha,
                               float* C, size_t ldc, size_t keys) {
   using V = typename T::V;
-  V acc[MR][4];
+  constexpr int NV = T::kTileVecs;
+  V acc[MR][NV];
   for (int i = 0; i < MR; ++i)
-    for (int v = 0; v < 4; ++v) acc[i][v] = T::zero();
+    for (int v = 0; v < NV; ++v) acc[i][v] = T::zero();
   for (size_t d = 0; d < H; ++d) {
-    V b[4];
-    for (int v = 0; v < 4; ++v) b[v] = T::load(panel + d * kQkPanelKeys + 4 * v);
+    V b[NV];
+    for (int v = 0; v < NV; ++v) b[v] = T::load(panel + d * kQkPanelKeys + 4 * v);
     for (int i = 0; i < MR; ++i) {
       const V a = T::set1(Q[i * ldq + d]);
-      for (int v = 0; v < 4; ++v) acc[i][v] = T::mac(a, b[v], acc[i][v]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = T::mac(a, b[v], acc[i][v]);
     }
   }
   for (int i = 0; i < MR; ++i) {
-    alignas(16) float out[16];
-    for (int v = 0; v < 4; ++v) T::store(out + 4 * v, T::mul(acc[i][v], T::set1(alpha)));
+    alignas(16) float out[4 * NV];
+    for (int v = 0; v < NV; ++v) T::store(out + 4 * v, T::mul(acc[i][v], T::set1(alpha)));
     for (size_t t = 0; t < keys; ++t) C[i * ldc + t] = out[t];
+  }
+}
+
+template <class T, int MR = T::kTileRows>
+void qk128_packed_rows(int mr, size_t H, const float* Q, size_t ldq, const float* panel, float alpha,
+                       float* C, size_t ldc, size_t keys) {
+  if constexpr (MR >= 1) {
+    if (mr == MR) return qk128_packed_tile<T, MR>(H, Q, ldq, panel, alpha, C, ldc, keys);
+    qk128_packed_rows<T, MR - 1>(mr, H, Q, ldq, panel, alpha, C, ldc, keys);
   }
 }
 
 template <class T>
 void qk128_packed(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const float* panels,
                   float alpha, float* C, size_t ldc) {
-  for (size_t i0 = 0; i0 < M; i0 += 4) {
-    const size_t mr = std::min<size_t>(4, M - i0);
-    for (size_t j = 0; j < N; j += kQkPanelKeys) {
-      const float* panel = panels + (j / kQkPanelKeys) * H * kQkPanelKeys;
-      const size_t keys = std::min(kQkPanelKeys, N - j);
-      const float* q = Q + i0 * ldq;
-      float* c = C + i0 * ldc + j;
-      switch (mr) {
-        case 1: qk128_packed_tile<T, 1>(H, q, ldq, panel, alpha, c, ldc, keys); break;
-        case 2: qk128_packed_tile<T, 2>(H, q, ldq, panel, alpha, c, ldc, keys); break;
-        case 3: qk128_packed_tile<T, 3>(H, q, ldq, panel, alpha, c, ldc, keys); break;
-        default: qk128_packed_tile<T, 4>(H, q, ldq, panel, alpha, c, ldc, keys); break;
-      }
+  constexpr size_t kKeys = 4 * T::kTileVecs;  // divides the 16-key panel
+  for (size_t i0 = 0; i0 < M; i0 += T::kTileRows) {
+    const int mr = static_cast<int>(std::min<size_t>(T::kTileRows, M - i0));
+    for (size_t j = 0; j < N; j += kKeys) {
+      const float* panel = panels + (j / kQkPanelKeys) * H * kQkPanelKeys + j % kQkPanelKeys;
+      qk128_packed_rows<T>(mr, H, Q + i0 * ldq, ldq, panel, alpha, C + i0 * ldc + j, ldc, std::min(kKeys, N - j));
     }
   }
 }
@@ -200,25 +205,28 @@ inline void sv128_tile(size_t N, const float* P, size_t ldp, const uint8_t* Vc, 
 template <class T, class E, int MB>
 void sv128_rows(size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv, float* O,
                 size_t ldo, bool accumulate) {
+  constexpr int CB = T::kTileVecs / 2;  // 8 columns per step
   size_t d = 0;
-  for (; d + 16 <= H; d += 16) sv128_tile<T, E, MB, 2>(N, P, ldp, V, ldv, d, O, ldo, accumulate);
-  if (d < H) sv128_tile<T, E, MB, 1>(N, P, ldp, V, ldv, d, O, ldo, accumulate);
+  for (; d + 8 * CB <= H; d += 8 * CB) sv128_tile<T, E, MB, CB>(N, P, ldp, V, ldv, d, O, ldo, accumulate);
+  for (; d < H; d += 8) sv128_tile<T, E, MB, 1>(N, P, ldp, V, ldv, d, O, ldo, accumulate);
+}
+
+template <class T, class E, int MB = T::kTileRows>
+void sv128_dispatch(int mb, size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv,
+                    float* O, size_t ldo, bool accumulate) {
+  if constexpr (MB >= 1) {
+    if (mb == MB) return sv128_rows<T, E, MB>(N, H, P, ldp, V, ldv, O, ldo, accumulate);
+    sv128_dispatch<T, E, MB - 1>(mb, N, H, P, ldp, V, ldv, O, ldo, accumulate);
+  }
 }
 
 template <class T, class E>
 void sv128(size_t M, size_t N, size_t H, const float* P, size_t ldp, const void* V, size_t ldv, float* O,
            size_t ldo, bool accumulate) {
   const uint8_t* base = static_cast<const uint8_t*>(V);
-  for (size_t i0 = 0; i0 < M; i0 += 4) {
-    const size_t mb = std::min<size_t>(4, M - i0);
-    const float* p = P + i0 * ldp;
-    float* o = O + i0 * ldo;
-    switch (mb) {
-      case 1: sv128_rows<T, E, 1>(N, H, p, ldp, base, ldv, o, ldo, accumulate); break;
-      case 2: sv128_rows<T, E, 2>(N, H, p, ldp, base, ldv, o, ldo, accumulate); break;
-      case 3: sv128_rows<T, E, 3>(N, H, p, ldp, base, ldv, o, ldo, accumulate); break;
-      default: sv128_rows<T, E, 4>(N, H, p, ldp, base, ldv, o, ldo, accumulate); break;
-    }
+  for (size_t i0 = 0; i0 < M; i0 += T::kTileRows) {
+    const int mb = static_cast<int>(std::min<size_t>(T::kTileRows, M - i0));
+    sv128_dispatch<T, E>(mb, N, H, P + i0 * ldp, ldp, base, ldv, O + i0 * ldo, ldo, accumulate);
   }
 }
 

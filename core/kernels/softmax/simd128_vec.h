@@ -28,6 +28,7 @@ using cache_elem::S8;
 
 #if defined(ATTNKIT_VEC128_NEON)
 struct Vec128 {
+  static constexpr int kTileRows = 4, kTileVecs = 4;  // packed QK / SV register tile (32 registers)
   using V = simde_float32x4_t;
   using Vi = simde_int32x4_t;
   using M = simde_uint32x4_t;
@@ -151,6 +152,7 @@ struct Vec128 {
 };
 #else
 struct Vec128 {
+  static constexpr int kTileRows = 6, kTileVecs = 2;  // packed QK / SV tile: V8's x64 code has 16 registers
   using V = simde_v128_t;
   using Vi = simde_v128_t;
   using M = simde_v128_t;
