@@ -221,10 +221,16 @@ struct Vec128 {
     lo = f16x4(simde_wasm_u32x4_extend_low_u16x8(v));
     hi = f16x4(simde_wasm_u32x4_extend_high_u16x8(v));
   }
+  // Small integers to float through the magic number 1.5 * 2^23 (exact for |x| < 2^22): LLVM 14 fuses
+  // extend + f32x4.convert_i32x4 into an int16->float conversion that it then scalarizes lane by lane.
+  static V small_int_to_float(Vi x) {
+    const Vi biased = simde_wasm_i32x4_add(x, simde_wasm_i32x4_splat(0x4B400000));
+    return simde_wasm_f32x4_sub(biased, simde_wasm_f32x4_splat(12582912.0f));
+  }
   static void widen8(V b, V& lo, V& hi) {
     const V w = simde_wasm_i16x8_extend_low_i8x16(b);
-    lo = simde_wasm_f32x4_convert_i32x4(simde_wasm_i32x4_extend_low_i16x8(w));
-    hi = simde_wasm_f32x4_convert_i32x4(simde_wasm_i32x4_extend_high_i16x8(w));
+    lo = small_int_to_float(simde_wasm_i32x4_extend_low_i16x8(w));
+    hi = small_int_to_float(simde_wasm_i32x4_extend_high_i16x8(w));
   }
   static void load8(S8, const uint8_t* row, size_t d, V& lo, V& hi) {
     widen8(simde_wasm_v128_load64_zero(row + d), lo, hi);
