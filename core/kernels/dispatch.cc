@@ -141,7 +141,7 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
     t->gemm_u8x8 = f.avxvnni ? kGemmU8X8_avxvnni : kGemmU8X8_avx2;
     if (f.avx512vnni) {
       t->gemm_u8x8 = kGemmU8X8_avx512vnni;
-      // Same integer sums as the avx512 limb kernels (bit-identical), one vpdpwssd per madd+add.
+      // The exact integer limb QK (limb_query.h), bit-identical to scalar, NEON and wasm.
       t->qk.s8 = qk_gemm_s8_avx512vnni;
       t->qk.s4 = qk_gemm_s4_avx512vnni;
       // The approximate VNNI QK is opt-in (it quantizes the query): the driver uses it only when asked.
@@ -236,11 +236,9 @@ std::vector<QkIntVariant> qk_int_variants() {
   std::vector<QkIntVariant> out;
   for (const std::string& isa : available_isas()) {
     const KernelTable* t = kernel_table_for(isa);
-    out.push_back({isa, t->qk.s8, t->qk.s4});
-#if defined(ATTNKIT_HAVE_QK_GEMM_AVX512)
-    // With VNNI the avx512 table holds the vpdpwssd kernels; the pmaddwd ones must still be right.
-    if (isa == "avx512" && cpu().avx512vnni) out.push_back({"avx512-madd", kQkGemm_avx512.s8, kQkGemm_avx512.s4});
-#endif
+    // AVX2, and AVX512 without VNNI, keep the fp32 conversion kernels (see qk_gemm/x86_limbs_impl.h).
+    const bool limbs = isa != "avx2" && (isa != "avx512" || cpu().avx512vnni);
+    out.push_back({isa, t->qk.s8, t->qk.s4, limbs});
   }
   return out;
 }

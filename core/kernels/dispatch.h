@@ -35,11 +35,13 @@ const KernelTable* kernel_table_for(const std::string& isa);
 std::vector<std::string> available_isas();
 // The ISA the CPU would pick natively (ignores ATTNKIT_ISA).
 std::string best_native_isa();
-// Every int8/int4 QK kernel this build holds and the CPU runs, including variants no table shows by
-// default (the avx512 pmaddwd kernels where VNNI replaces them), for the tests: all must give the same bits.
+// The int8/int4 QK kernels of every ISA here, for the tests: `limbs` ones (scalar, VNNI, NEON, wasm128)
+// run the exact integer path of qk_gemm/limb_query.h and must give the same bits; the others (AVX2, and
+// AVX512 without VNNI) the fp32 conversion path.
 struct QkIntVariant {
   std::string name;
   QkGemmFn s8, s4;
+  bool limbs;
 };
 std::vector<QkIntVariant> qk_int_variants();
 // CPU feature names detected at start (for `attnkit info`), e.g. "avx2", "avx512vnni", "avxvnni", "dotprod".

@@ -230,13 +230,14 @@ TEST(KernelQkGemm, PackAndPackedGemmMatchReference) {
       }
 }
 
-// int8/int4 caches take the integer limb path (qk_gemm/limb_query.h): q is split exactly to within
-// 2^-30 * 2^ceil(log2 amax) <= 2^-29 amax per element, the sums are exact, and three fp32 roundings
-// follow (int->float of the hi sum, the add, the scale), each within u of a term bounded by
-// |alpha| (sum|q||k| + 2^-15 amax sum|k|). So every variant must give the scalar kernel's bits and stay
-// within |alpha| (4u sum|q||k| + 2^-28 amax sum|k|) of the exact score. Rows the integer path cannot
-// hold (NaN, |q| beyond 2^40 or below 2^-40, H > 1016) take the fp32 kernel and its bound.
-TEST(KernelQkGemm, IntegerCachesGiveTheSameBitsOnEveryIsa) {
+// int8/int4 caches take the integer limb path (qk_gemm/limb_query.h) on scalar, VNNI, NEON and wasm128:
+// q is split exactly to within 2^-30 * 2^ceil(log2 amax) <= 2^-29 amax per element, the sums are exact,
+// and three fp32 roundings follow (int->float of the hi sum, the add, the scale), each within u of a
+// term bounded by |alpha| (sum|q||k| + 2^-15 amax sum|k|). So those variants must give the scalar
+// kernel's bits and stay within |alpha| (4u sum|q||k| + 2^-28 amax sum|k|) of the exact score. Rows the
+// integer path cannot hold (NaN, |q| beyond 2^40 or below 2^-40, H > 1016), and the AVX2 / AVX512
+// (no VNNI) kernels, are fp32 dot products with the (H+1)u bound.
+TEST(KernelQkGemm, IntegerLimbKernelsGiveTheScalarBits) {
   std::mt19937 rng(2024);
   const auto variants = qk_int_variants();
   ASSERT_EQ(variants.front().name, "scalar");
@@ -267,7 +268,8 @@ TEST(KernelQkGemm, IntegerCachesGiveTheSameBitsOnEveryIsa) {
           for (size_t i = 0; i < M; ++i) {
             double amax = 0;
             for (size_t d = 0; d < H; ++d) amax = std::max(amax, std::fabs(double(q[i * H + d])));
-            const bool limbs = H <= 1016 && i != 6 && (amax == 0 || (amax >= 0x1p-40 && amax <= 0x1p40));
+            const bool limbs =
+                v.limbs && H <= 1016 && i != 6 && (amax == 0 || (amax >= 0x1p-40 && amax <= 0x1p40));
             for (size_t j = 0; j < N; ++j) {
               const size_t x = i * N + j;
               const std::string where = v.name + " " + ref::cache_elem_name(e) + " H=" + std::to_string(H) +
@@ -282,8 +284,9 @@ TEST(KernelQkGemm, IntegerCachesGiveTheSameBitsOnEveryIsa) {
               const double bound = limbs ? alpha * (4 * kU * absum[x] + 0x1p-28 * amax * ksum)
                                          : (H + 1) * kU * alpha * absum[x];
               ASSERT_LE(std::fabs(c[x] - want[x]), bound + 1e-30) << where;
-              if (limbs && !first.empty())
+              if (limbs && !first.empty()) {
                 ASSERT_EQ(0, std::memcmp(&c[x], &first[x], 4)) << where << " differs from scalar";
+              }
             }
           }
           if (first.empty()) first.assign(C.as<float>(), C.as<float>() + M * N);

@@ -1,6 +1,7 @@
-// attnkit: the integer limb QK tile of limb_query.h for x86, written once over an ISA traits type I
-// (Avx2, Avx512, or Avx512 with vpdpwssd). Each K row is widened to int16 once and multiplied with
-// both limbs of every query row in the block; sums are reduced 8 keys at a time.
+// attnkit: the integer limb QK tile of limb_query.h for x86 over a traits type I with a fused int16
+// multiply-accumulate (AVX512-VNNI's vpdpwssd; without one, pmaddwd + paddd costs twice the fp32
+// kernel's work at two query rows, so AVX2/AVX512 keep the fp32 conversion kernels). Each K row is
+// widened to int16 once for both limbs of every query row; sums are reduced 8 keys at a time.
 #pragma once
 #include "qk_gemm/limb_query.h"
 
@@ -14,16 +15,35 @@ struct X86Limbs {
   static constexpr size_t kStep = 2 * I::W;
   static constexpr int keys_for_rows(int mb) { return I::limb_keys_for_rows(mb); }
 
+  template <int MB, int R, class Load>
+  static void s8_step(const LimbRow* q, const uint8_t* K, size_t ldk, size_t d, Load load, Vi (&ah)[MB][R],
+                      Vi (&al)[MB][R]) {
+    Vi qh[MB], ql[MB];
+    for (int i = 0; i < MB; ++i) {
+      qh[i] = I::loadi(q[i].hi + d);
+      ql[i] = I::loadi(q[i].lo + d);
+    }
+    for (int r = 0; r < R; ++r) {
+      const Vi k = load(K + r * ldk + d);
+      for (int i = 0; i < MB; ++i) {
+        ah[i][r] = I::dot(ah[i][r], k, qh[i]);
+        al[i][r] = I::dot(al[i][r], k, ql[i]);
+      }
+    }
+  }
+
   template <int MB, int R, bool S4>
   static void tile(size_t H, const LimbRow* q, const uint8_t* K, size_t ldk, float* const* c) {
     Vi ah[MB][R], al[MB][R];
     for (int i = 0; i < MB; ++i)
       for (int r = 0; r < R; ++r) ah[i][r] = al[i][r] = I::zeroi();
+    // Whole vectors, then one zero-filled partial step (the query limbs are zero there too).
     if constexpr (S4) {
       const size_t bytes = H / 2;
       for (size_t b = 0; b < bytes; b += kStep) {
+        const size_t n = b + kStep <= bytes ? kStep : bytes - b;
         for (int r = 0; r < R; ++r) {
-          const Vi x = I::widen_u8(K + r * ldk + b, bytes - b);
+          const Vi x = n == kStep ? I::widen_u8(K + r * ldk + b) : I::widen_u8(K + r * ldk + b, n);
           const Vi even = I::low_nibbles(x), odd = I::high_nibbles(x);
           for (int i = 0; i < MB; ++i) {
             ah[i][r] = I::dot(I::dot(ah[i][r], even, I::loadi(q[i].hi + b)), odd, I::loadi(q[i].hi + q[i].odd + b));
@@ -32,20 +52,9 @@ struct X86Limbs {
         }
       }
     } else {
-      for (size_t d = 0; d < H; d += kStep) {
-        Vi qh[MB], ql[MB];
-        for (int i = 0; i < MB; ++i) {
-          qh[i] = I::loadi(q[i].hi + d);
-          ql[i] = I::loadi(q[i].lo + d);
-        }
-        for (int r = 0; r < R; ++r) {
-          const Vi k = I::widen_s8(K + r * ldk + d, H - d);
-          for (int i = 0; i < MB; ++i) {
-            ah[i][r] = I::dot(ah[i][r], k, qh[i]);
-            al[i][r] = I::dot(al[i][r], k, ql[i]);
-          }
-        }
-      }
+      size_t d = 0;
+      for (; d + kStep <= H; d += kStep) s8_step(q, K, ldk, d, [](const uint8_t* p) { return I::widen_s8(p); }, ah, al);
+      if (d < H) s8_step(q, K, ldk, d, [n = H - d](const uint8_t* p) { return I::widen_s8(p, n); }, ah, al);
     }
     for (int i = 0; i < MB; ++i) {
       // combine_limbs' formula lane-wise: the same roundings, so the same bits as the scalar kernel.

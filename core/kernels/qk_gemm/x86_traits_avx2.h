@@ -69,29 +69,6 @@ struct Avx2 {
     storeu_n(p, a, n);
     if (n > 8) storeu_n(p + 8, b, n - 8);
   }
-  // Integer limb QK (x86_limbs_impl.h): 16 int16 lanes per vector; n < 16 bytes load zero-filled.
-  static constexpr int kLimbRows = 4;
-  static constexpr int limb_keys_for_rows(int mb) { return mb == 1 ? 4 : mb <= 3 ? 2 : 1; }
-  static Vi zeroi() { return _mm256_setzero_si256(); }
-  static Vi loadi(const int16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  static __m128i bytes16(const uint8_t* p, size_t n) {
-    if (n >= 16) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    alignas(16) uint8_t b[16] = {};
-    std::memcpy(b, p, n);
-    return _mm_load_si128(reinterpret_cast<const __m128i*>(b));
-  }
-  static Vi widen_s8(const uint8_t* p, size_t n) { return _mm256_cvtepi8_epi16(bytes16(p, n)); }
-  static Vi widen_u8(const uint8_t* p, size_t n) { return _mm256_cvtepu8_epi16(bytes16(p, n)); }
-  static Vi low_nibbles(Vi x) { return _mm256_and_si256(x, _mm256_set1_epi16(15)); }
-  static Vi high_nibbles(Vi x) { return _mm256_srli_epi16(x, 4); }
-  // acc + pairwise int16 products; exact because |limb * k| <= 2^21 (limb_query.h).
-  static Vi dot(Vi acc, Vi a, Vi b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
-  static __m256i reduce8i(const Vi v[8]) {
-    const Vi t0 = _mm256_hadd_epi32(v[0], v[1]), t1 = _mm256_hadd_epi32(v[2], v[3]);
-    const Vi t2 = _mm256_hadd_epi32(v[4], v[5]), t3 = _mm256_hadd_epi32(v[6], v[7]);
-    const Vi u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
-    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
-  }
   static __m256 reduce8(const V v[8]) {
     const V t0 = _mm256_hadd_ps(v[0], v[1]), t1 = _mm256_hadd_ps(v[2], v[3]);
     const V t2 = _mm256_hadd_ps(v[4], v[5]), t3 = _mm256_hadd_ps(v[6], v[7]);

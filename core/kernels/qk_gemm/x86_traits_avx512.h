@@ -90,7 +90,8 @@ struct Avx512 {
     if (n >= 32) _mm512_storeu_ps(p + 16, b); else if (n > 16) storeu_n(p + 16, b, n - 16);
   }
 
-  // Integer limb QK (x86_limbs_impl.h): 32 int16 lanes per vector; partial loads are masked.
+  // Integer limb QK (x86_limbs_impl.h, with VNNI only; its files add dot): 32 int16 lanes per vector;
+  // partial loads are masked.
   static constexpr int kLimbRows = 8;
   static constexpr int limb_keys_for_rows(int mb) { return mb == 1 ? 8 : mb == 2 ? 4 : mb <= 4 ? 2 : 1; }
   static Vi zeroi() { return _mm512_setzero_si512(); }
@@ -99,12 +100,13 @@ struct Avx512 {
     if (n >= 32) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     return _mm256_maskz_loadu_epi8(static_cast<__mmask32>((uint64_t{1} << n) - 1), p);
   }
+  static Vi widen_s8(const uint8_t* p) { return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static Vi widen_u8(const uint8_t* p) { return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static Vi widen_s8(const uint8_t* p, size_t n) { return _mm512_cvtepi8_epi16(bytes32(p, n)); }
   static Vi widen_u8(const uint8_t* p, size_t n) { return _mm512_cvtepu8_epi16(bytes32(p, n)); }
   static Vi low_nibbles(Vi x) { return _mm512_and_si512(x, _mm512_set1_epi16(15)); }
   static Vi high_nibbles(Vi x) { return _mm512_srli_epi16(x, 4); }
-  static Vi dot(Vi acc, Vi a, Vi b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
-  // Halves each vector to 256 bits, then the AVX2 hadd tree.
+  // Integer sums of 8 vectors (lane r = sum of v[r]): halves each to 256 bits, then an hadd tree.
   static __m256i reduce8i(const Vi v[8]) {
     __m256i h[8];
     for (int k = 0; k < 8; ++k)
