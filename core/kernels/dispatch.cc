@@ -128,6 +128,8 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
   const CpuFeatures& f = cpu();
   (void)f;
   ATTNKIT_FILL(scalar);
+  // AVX2, and AVX512 unless VNNI replaces them below, keep the fp32 conversion kernels for int8/int4.
+  t->quantized_qk = isa == "avx2" || isa == "avx512" ? "fp32-conversion" : "exact-int16-limbs";
 #if defined(ATTNKIT_HAVE_QK_GEMM_AVX2)
   if (isa == "avx2") {
     ATTNKIT_FILL(avx2);
@@ -144,6 +146,7 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
       // The exact integer limb QK (limb_query.h), bit-identical to scalar, NEON and wasm.
       t->qk.s8 = qk_gemm_s8_avx512vnni;
       t->qk.s4 = qk_gemm_s4_avx512vnni;
+      t->quantized_qk = "exact-int16-limbs";
       // The approximate VNNI QK is opt-in (it quantizes the query): the driver uses it only when asked.
       t->qk.s8_approx_vnni = qk_gemm_s8_approx_avx512vnni;
     }
@@ -229,17 +232,6 @@ std::vector<std::string> available_isas() {
   std::vector<std::string> out;
   for (const char* isa : kIsaOrder)
     if (isa_runnable(isa)) out.push_back(isa);
-  return out;
-}
-
-std::vector<QkIntVariant> qk_int_variants() {
-  std::vector<QkIntVariant> out;
-  for (const std::string& isa : available_isas()) {
-    const KernelTable* t = kernel_table_for(isa);
-    // AVX2, and AVX512 without VNNI, keep the fp32 conversion kernels (see qk_gemm/x86_limbs_impl.h).
-    const bool limbs = isa != "avx2" && (isa != "avx512" || cpu().avx512vnni);
-    out.push_back({isa, t->qk.s8, t->qk.s4, limbs});
-  }
   return out;
 }
 

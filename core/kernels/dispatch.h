@@ -22,6 +22,9 @@ struct KernelTable {
   SoftmaxKernels softmax;
   RotaryKernels rotary;
   GemmU8X8Kernels gemm_u8x8;  // QAttention projection (u8 x s8/u8 -> s32)
+  // How qk.s8/qk.s4 compute (for `attnkit info`): "exact-int16-limbs" (qk_gemm/limb_query.h, the same
+  // bits on every ISA that says so) or "fp32-conversion".
+  const char* quantized_qk;
 };
 
 // The table in use: ATTNKIT_ISA if set (must be available), else the best the CPU runs.
@@ -35,15 +38,6 @@ const KernelTable* kernel_table_for(const std::string& isa);
 std::vector<std::string> available_isas();
 // The ISA the CPU would pick natively (ignores ATTNKIT_ISA).
 std::string best_native_isa();
-// The int8/int4 QK kernels of every ISA here, for the tests: `limbs` ones (scalar, VNNI, NEON, wasm128)
-// run the exact integer path of qk_gemm/limb_query.h and must give the same bits; the others (AVX2, and
-// AVX512 without VNNI) the fp32 conversion path.
-struct QkIntVariant {
-  std::string name;
-  QkGemmFn s8, s4;
-  bool limbs;
-};
-std::vector<QkIntVariant> qk_int_variants();
 // CPU feature names detected at start (for `attnkit info`), e.g. "avx2", "avx512vnni", "avxvnni", "dotprod".
 std::vector<std::string> cpu_features();
 bool cpu_has_feature(const std::string& name);

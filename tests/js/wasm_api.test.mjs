@@ -134,6 +134,7 @@ for (const build of BUILDS) {
       assert.match(info.reason, /\S/);
       assert.equal(typeof info.version, 'string');
       assert.ok(info.available_isas.includes(info.isa));
+      assert.equal(info.quantized_qk, 'exact-int16-limbs');  // wasm128 and scalar: the integer limb path
       assert.equal(info.threads, build === 'simd' ? 1 : 2);
       assert.equal(info.maxThreads, build === 'simd' ? 1 : 8);
     });

@@ -188,7 +188,7 @@ TEST(CApi, InfoAndIsa) {
   JsonValue info;
   ASSERT_TRUE(parse_json(std::string(attnkit_info_json()), &info).ok());
   ASSERT_TRUE(info.is_object());
-  for (const char* key : {"version", "cpu_features", "available_isas", "isa", "threads"}) {
+  for (const char* key : {"version", "cpu_features", "available_isas", "isa", "quantized_qk", "threads"}) {
     EXPECT_NE(info.find(key), nullptr) << key;
   }
   EXPECT_EQ(info.find("isa")->as_string(), std::string(kernel_table().isa));
@@ -199,6 +199,7 @@ TEST(CApi, InfoAndIsa) {
   ASSERT_EQ(attnkit_set_isa("scalar"), ATTNKIT_OK);
   ASSERT_TRUE(parse_json(std::string(attnkit_info_json()), &info).ok());
   EXPECT_EQ(info.find("isa")->as_string(), "scalar");
+  EXPECT_EQ(info.find("quantized_qk")->as_string(), "exact-int16-limbs");
   ASSERT_EQ(attnkit_set_isa(before.c_str()), ATTNKIT_OK);
 }
 

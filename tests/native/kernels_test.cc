@@ -239,8 +239,8 @@ TEST(KernelQkGemm, PackAndPackedGemmMatchReference) {
 // (no VNNI) kernels, are fp32 dot products with the (H+1)u bound.
 TEST(KernelQkGemm, IntegerLimbKernelsGiveTheScalarBits) {
   std::mt19937 rng(2024);
-  const auto variants = qk_int_variants();
-  ASSERT_EQ(variants.front().name, "scalar");
+  const auto isas = tables();
+  const KernelTable* scalar = kernel_table_for("scalar");
   const float row_scales[] = {1.0f, 1e-6f, 3e5f, 0.0f, 0x1p-45f, 0x1p45f, 1.0f, 7.5e-3f, 1.0f};
   for (CacheElem e : {CacheElem::kS8, CacheElem::kS4})
     for (size_t H : {size_t{8}, size_t{24}, size_t{64}, size_t{72}, size_t{128}, size_t{136}, size_t{256},
@@ -260,20 +260,26 @@ TEST(KernelQkGemm, IntegerLimbKernelsGiveTheScalarBits) {
         std::vector<double> want(M * N), absum(M * N);
         ref::qk_gemm(e, M, N, H, q, H, K.as<uint8_t>(), ldk, alpha, want.data(), N);
         ref::qk_gemm_abs(e, M, N, H, q, H, K.as<uint8_t>(), ldk, absum.data(), N);
-        std::vector<float> first;
-        for (const QkIntVariant& v : variants) {
+        auto run = [&](const KernelTable& t, float* out) {
+          (e == CacheElem::kS8 ? t.qk.s8 : t.qk.s4)(M, N, H, q, H, K.as<uint8_t>(), ldk, alpha, out, N);
+        };
+        std::vector<float> first(M * N);
+        run(*scalar, first.data());
+        for (const KernelTable* t : isas) {
           Guarded C(M * N * 4);
-          (e == CacheElem::kS8 ? v.s8 : v.s4)(M, N, H, q, H, K.as<uint8_t>(), ldk, alpha, C.as<float>(), N);
+          run(*t, C.as<float>());
+          const bool exact = std::string(t->quantized_qk) == "exact-int16-limbs";
           const float* c = C.as<float>();
           for (size_t i = 0; i < M; ++i) {
             double amax = 0;
             for (size_t d = 0; d < H; ++d) amax = std::max(amax, std::fabs(double(q[i * H + d])));
             const bool limbs =
-                v.limbs && H <= 1016 && i != 6 && (amax == 0 || (amax >= 0x1p-40 && amax <= 0x1p40));
+                exact && H <= 1016 && i != 6 && (amax == 0 || (amax >= 0x1p-40 && amax <= 0x1p40));
             for (size_t j = 0; j < N; ++j) {
               const size_t x = i * N + j;
-              const std::string where = v.name + " " + ref::cache_elem_name(e) + " H=" + std::to_string(H) +
-                                        " N=" + std::to_string(N) + " row " + std::to_string(i);
+              const std::string where = std::string(t->isa) + " " + ref::cache_elem_name(e) +
+                                        " H=" + std::to_string(H) + " N=" + std::to_string(N) + " row " +
+                                        std::to_string(i);
               if (i == 6) {
                 ASSERT_TRUE(std::isnan(c[x])) << where;
                 continue;
@@ -284,12 +290,11 @@ TEST(KernelQkGemm, IntegerLimbKernelsGiveTheScalarBits) {
               const double bound = limbs ? alpha * (4 * kU * absum[x] + 0x1p-28 * amax * ksum)
                                          : (H + 1) * kU * alpha * absum[x];
               ASSERT_LE(std::fabs(c[x] - want[x]), bound + 1e-30) << where;
-              if (limbs && !first.empty()) {
+              if (limbs) {
                 ASSERT_EQ(0, std::memcmp(&c[x], &first[x], 4)) << where << " differs from scalar";
               }
             }
           }
-          if (first.empty()) first.assign(C.as<float>(), C.as<float>() + M * N);
         }
       }
 }

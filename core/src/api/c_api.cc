@@ -237,6 +237,8 @@ const char* attnkit_info_json(void) {
     w.end_array();
     w.key("isa");
     w.string(attnkit::kernel_table().isa);
+    w.key("quantized_qk");
+    w.string(attnkit::kernel_table().quantized_qk);
     w.key("threads");
     w.int64(attnkit::default_threads());
     w.end_object();
