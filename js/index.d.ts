@@ -51,7 +51,7 @@ export interface Info {
   /** Kernel ISA in use: 'wasm128' or 'scalar'. */
   isa: string;
   /** How scores against int8/int4 caches are computed: 'exact-int16-limbs' (the same bits as native
-   * scalar, VNNI and NEON) or 'fp32-conversion'. */
+   * scalar and AVX512-VNNI) or 'fp32-conversion'. */
   quantized_qk: string;
   available_isas: string[];
   cpu_features: string[];

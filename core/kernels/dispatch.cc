@@ -128,8 +128,10 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
   const CpuFeatures& f = cpu();
   (void)f;
   ATTNKIT_FILL(scalar);
-  // AVX2, and AVX512 unless VNNI replaces them below, keep the fp32 conversion kernels for int8/int4.
-  t->quantized_qk = isa == "avx2" || isa == "avx512" ? "fp32-conversion" : "exact-int16-limbs";
+  // Without a fused int16 multiply-accumulate that outruns fp32 FMA (VNNI, wasm's i32x4.dot), the limbs
+  // cost twice the fp32 kernel's work at two query rows: AVX2, NEON, and AVX512 unless VNNI replaces
+  // them below keep the fp32 conversion kernels for int8/int4.
+  t->quantized_qk = isa == "scalar" || isa == "wasm128" ? "exact-int16-limbs" : "fp32-conversion";
 #if defined(ATTNKIT_HAVE_QK_GEMM_AVX2)
   if (isa == "avx2") {
     ATTNKIT_FILL(avx2);
@@ -143,7 +145,7 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
     t->gemm_u8x8 = f.avxvnni ? kGemmU8X8_avxvnni : kGemmU8X8_avx2;
     if (f.avx512vnni) {
       t->gemm_u8x8 = kGemmU8X8_avx512vnni;
-      // The exact integer limb QK (limb_query.h), bit-identical to scalar, NEON and wasm.
+      // The exact integer limb QK (limb_query.h), bit-identical to scalar and wasm.
       t->qk.s8 = qk_gemm_s8_avx512vnni;
       t->qk.s4 = qk_gemm_s4_avx512vnni;
       t->quantized_qk = "exact-int16-limbs";

@@ -230,13 +230,13 @@ TEST(KernelQkGemm, PackAndPackedGemmMatchReference) {
       }
 }
 
-// int8/int4 caches take the integer limb path (qk_gemm/limb_query.h) on scalar, VNNI, NEON and wasm128:
+// int8/int4 caches take the integer limb path (qk_gemm/limb_query.h) on scalar, VNNI and wasm128:
 // q is split exactly to within 2^-30 * 2^ceil(log2 amax) <= 2^-29 amax per element, the sums are exact,
 // and three fp32 roundings follow (int->float of the hi sum, the add, the scale), each within u of a
 // term bounded by |alpha| (sum|q||k| + 2^-15 amax sum|k|). So those variants must give the scalar
 // kernel's bits and stay within |alpha| (4u sum|q||k| + 2^-28 amax sum|k|) of the exact score. Rows the
-// integer path cannot hold (NaN, |q| beyond 2^40 or below 2^-40, H > 1016), and the AVX2 / AVX512
-// (no VNNI) kernels, are fp32 dot products with the (H+1)u bound.
+// integer path cannot hold (NaN, |q| beyond 2^40 or below 2^-40, H > 1016), and the AVX2, NEON and
+// AVX512 (no VNNI) kernels, are fp32 dot products with the (H+1)u bound.
 TEST(KernelQkGemm, IntegerLimbKernelsGiveTheScalarBits) {
   std::mt19937 rng(2024);
   const auto isas = tables();

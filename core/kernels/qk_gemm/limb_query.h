@@ -1,6 +1,6 @@
 // attnkit qk_gemm: exact integer QK for int8/int4 caches. Each fp32 query row is split, exactly to
 // 2^-29 of its largest element, into two int16 limbs (q = 2^-e (2^15 hi + lo)), so q.k becomes two
-// integer dot products (vpdpwssd, smlal, i32x4.dot, or scalar) and one shared rounding step: the
+// integer dot products (vpdpwssd, i32x4.dot, or scalar) and one shared rounding step: the
 // same bits on every ISA that uses it, and never less accurate than fp32 accumulation.
 #pragma once
 #include <algorithm>

@@ -8,8 +8,7 @@ namespace attnkit {
 extern const QkGemmKernels kQkGemm_neon;
 const QkGemmKernels kQkGemm_neon = {
     qk128_direct<Vec128, F32>, qk128_direct<Vec128, F16>, qk128_direct<Vec128, BF16>,
-    qk_limbs<Simd128Limbs<Vec128>, false, qk128_direct<Vec128, S8>>,
-    qk_limbs<Simd128Limbs<Vec128>, true, qk128_direct<Vec128, S4>>,  qk128_pack<Vec128, F32>,
+    qk128_direct<Vec128, S8>,  qk128_direct<Vec128, S4>,  qk128_pack<Vec128, F32>,
     qk128_pack<Vec128, F16>,   qk128_pack<Vec128, BF16>,  qk128_pack<Vec128, S8>,
     qk128_pack<Vec128, S4>,    qk128_packed<Vec128>,      nullptr};
 

@@ -128,27 +128,6 @@ struct Vec128 {
     const simde_uint8x8_t z = simde_vzip_u8(l, h).val[0];
     widen8(simde_vsub_s8(simde_vreinterpret_s8_u8(z), simde_vdup_n_s8(8)), lo, hi);
   }
-
-  // Integer limb QK (Simd128Limbs in qk_gemm/simd128_gemm_impl.h): 8 int16 lanes, int32 sums.
-  using I16 = simde_int16x8_t;
-  static I16 i16_load(const int16_t* p) { return simde_vld1q_s16(p); }
-  static I16 i16_widen_s8(const uint8_t* p) {
-    int8_t b[8];
-    std::memcpy(b, p, 8);
-    return simde_vmovl_s8(simde_vld1_s8(b));
-  }
-  static I16 i16_widen_u8(const uint8_t* p, size_t n) {
-    uint8_t b[8] = {0};
-    std::memcpy(b, p, n < 8 ? n : 8);
-    return simde_vreinterpretq_s16_u16(simde_vmovl_u8(simde_vld1_u8(b)));
-  }
-  static I16 i16_low_nibbles(I16 x) { return simde_vandq_s16(x, simde_vdupq_n_s16(15)); }
-  static I16 i16_high_nibbles(I16 x) { return simde_vshrq_n_s16(x, 4); }
-  static Vi i32_zero() { return simde_vdupq_n_s32(0); }
-  static Vi i32_dot(Vi acc, I16 a, I16 b) {  // smlal + smlal2: exact int16 products into int32 lanes
-    return simde_vmlal_high_s16(simde_vmlal_s16(acc, simde_vget_low_s16(a), simde_vget_low_s16(b)), a, b);
-  }
-  static int32_t i32_hsum(Vi v) { return simde_vaddvq_s32(v); }
 };
 #else
 struct Vec128 {
