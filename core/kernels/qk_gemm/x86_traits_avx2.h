@@ -33,6 +33,7 @@ struct Avx2 {
   }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
   template <class E>
   static V load(E e, const uint8_t* row, size_t d) { return load8(e, row, d); }
   template <class E>

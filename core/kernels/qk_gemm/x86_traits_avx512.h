@@ -34,6 +34,7 @@ struct Avx512 {
   }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
 
   static V load(F32, const uint8_t* row, size_t d) {
     return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + d);
