@@ -40,12 +40,11 @@ inline bool split_limbs(const float* q, size_t H, bool s4, size_t half, size_t p
     out_of_range |= !(a <= kLimbMaxAbs);  // also NaN, which std::max would skip
     amax = std::max(amax, a);
   }
-  if (out_of_range || H > kLimbMaxH) return false;
+  if (out_of_range || H > kLimbMaxH || (amax != 0.0f && amax < kLimbMinAbs)) return false;
   std::fill(hi, hi + padded, int16_t{0});
   std::fill(lo, lo + padded, int16_t{0});
   *row = {hi, lo, s4 ? half : 0, 0.0f, 0, 0};
   if (amax == 0.0f) return true;  // all-zero row: every score is 0
-  if (amax < kLimbMinAbs) return false;
   int x;
   std::frexp(amax, &x);  // amax = m 2^x, m in [0.5, 1)
   const int e = 29 - x;  // amax 2^e < 2^29, so |Q| <= 2^29 and both limbs fit in [-2^14, 2^14]
