@@ -14,17 +14,24 @@ namespace {
 constexpr size_t kMr = 4, kNr = 64;
 
 // The packer's column order (what byte/word unpacks produce): register j of a row group holds, in its
-// 128-bit lane l, columns 16l + 4j .. 16l + 4j + 3. Storing x0..x3 through this 4 x 4 transpose of
-// 128-bit lanes writes 64 int32 in column order. Operands by value: an accumulator whose address is
+// 128-bit lane l, columns 16l + 4j .. 16l + 4j + 3. This 4 x 4 transpose of 128-bit lanes puts x0..x3
+// into column order (y[i] = columns 16i .. 16i + 15). Operands by value: an accumulator whose address is
 // taken gets spilled in the k loop.
-__attribute__((always_inline)) inline void store_in_column_order(int32_t* dst, __m512i x0, __m512i x1, __m512i x2,
-                                                                 __m512i x3) {
+__attribute__((always_inline)) inline void to_column_order(__m512i x0, __m512i x1, __m512i x2, __m512i x3,
+                                                          __m512i y[4]) {
   const __m512i t0 = _mm512_shuffle_i32x4(x0, x1, 0x44), t1 = _mm512_shuffle_i32x4(x0, x1, 0xEE);
   const __m512i t2 = _mm512_shuffle_i32x4(x2, x3, 0x44), t3 = _mm512_shuffle_i32x4(x2, x3, 0xEE);
-  _mm512_storeu_si512(dst, _mm512_shuffle_i32x4(t0, t2, 0x88));
-  _mm512_storeu_si512(dst + 16, _mm512_shuffle_i32x4(t0, t2, 0xDD));
-  _mm512_storeu_si512(dst + 32, _mm512_shuffle_i32x4(t1, t3, 0x88));
-  _mm512_storeu_si512(dst + 48, _mm512_shuffle_i32x4(t1, t3, 0xDD));
+  y[0] = _mm512_shuffle_i32x4(t0, t2, 0x88);
+  y[1] = _mm512_shuffle_i32x4(t0, t2, 0xDD);
+  y[2] = _mm512_shuffle_i32x4(t1, t3, 0x88);
+  y[3] = _mm512_shuffle_i32x4(t1, t3, 0xDD);
+}
+
+__attribute__((always_inline)) inline void store_in_column_order(int32_t* dst, __m512i x0, __m512i x1, __m512i x2,
+                                                                 __m512i x3) {
+  __m512i y[4];
+  to_column_order(x0, x1, x2, x3, y);
+  for (size_t i = 0; i < 4; ++i) _mm512_storeu_si512(dst + 16 * i, y[i]);
 }
 
 // Packs a row group with two levels of unpacks (8 shuffles per 256 bytes) and sums the columns with
@@ -63,8 +70,12 @@ struct PackVnni512 {
   }
 };
 
+// R rows of one strip. Without an epilogue the raw sums go to tile (R x kNr); with one, each finished row
+// (zero-point terms, then the optional dequantization, same operations as the driver's) goes to C.
 template <size_t R>
-void micro_rows(const uint8_t* const* rows, size_t kgroups, const int8_t* strip, int32_t* tile) {
+void micro_rows(const uint8_t* const* rows, size_t kgroups, const int8_t* strip, int32_t* tile,
+                const Dot4Epilogue<kNr>* ep = nullptr, const int32_t* rowsum = nullptr, int32_t* C = nullptr,
+                size_t ldc = 0) {
   __m512i acc[R][4];
   for (size_t r = 0; r < R; ++r)
     for (size_t j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_si512();
@@ -82,18 +93,47 @@ void micro_rows(const uint8_t* const* rows, size_t kgroups, const int8_t* strip,
       acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], a, b3);
     }
   }
-  for (size_t r = 0; r < R; ++r) store_in_column_order(tile + r * kNr, acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+  for (size_t r = 0; r < R; ++r) {
+    if (!ep) {
+      store_in_column_order(tile + r * kNr, acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+      continue;
+    }
+    __m512i y[4];
+    to_column_order(acc[r][0], acc[r][1], acc[r][2], acc[r][3], y);
+    const __m512i rs = _mm512_set1_epi32(rowsum[r]);
+    int32_t* dst = C + r * ldc;
+    for (size_t i = 0; i < 4; ++i) {
+      const __m512i zp_neg = _mm512_load_si512(ep->zp_neg + 16 * i);
+      const __m512i fixed = _mm512_add_epi32(_mm512_add_epi32(y[i], _mm512_mullo_epi32(zp_neg, rs)),
+                                             _mm512_load_si512(ep->col_term + 16 * i));
+      if (ep->dequant) {
+        const __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(fixed), _mm512_load_ps(ep->scale + 16 * i)),
+                                       _mm512_load_ps(ep->bias + 16 * i));
+        _mm512_storeu_ps(dst + 16 * i, f);
+      } else {
+        _mm512_storeu_si512(dst + 16 * i, fixed);
+      }
+    }
+  }
 }
 
 // Tail tiles run only their live rows (decode's single row would otherwise pay for four).
 struct MicroVnni512 {
-  static void run(size_t mr, const uint8_t* const* rows, size_t kgroups, const int8_t* strip, int32_t* tile) {
+  template <typename... Out>
+  static void dispatch(size_t mr, const uint8_t* const* rows, size_t kgroups, const int8_t* strip, Out... out) {
     switch (mr) {
-      case 1: return micro_rows<1>(rows, kgroups, strip, tile);
-      case 2: return micro_rows<2>(rows, kgroups, strip, tile);
-      case 3: return micro_rows<3>(rows, kgroups, strip, tile);
-      default: return micro_rows<kMr>(rows, kgroups, strip, tile);
+      case 1: return micro_rows<1>(rows, kgroups, strip, out...);
+      case 2: return micro_rows<2>(rows, kgroups, strip, out...);
+      case 3: return micro_rows<3>(rows, kgroups, strip, out...);
+      default: return micro_rows<kMr>(rows, kgroups, strip, out...);
     }
+  }
+  static void run(size_t mr, const uint8_t* const* rows, size_t kgroups, const int8_t* strip, int32_t* tile) {
+    dispatch(mr, rows, kgroups, strip, tile);
+  }
+  static void store_rows(size_t mr, const uint8_t* const* rows, size_t kgroups, const int8_t* strip,
+                         const Dot4Epilogue<kNr>& ep, const int32_t* rowsum, int32_t* C, size_t ldc) {
+    dispatch(mr, rows, kgroups, strip, static_cast<int32_t*>(nullptr), &ep, rowsum, C, ldc);
   }
 };
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "gemm_u8x8/gemm_u8x8.h"
 
@@ -172,6 +173,25 @@ inline void strip_dequant(const GemmU8X8Dequant* dq, size_t n, size_t nr, float*
   }
 }
 
+// A full strip's epilogue constants in column order, for a micro-kernel that finishes rows in registers:
+// C[r, c] = acc + zp_neg[c] * rowsum[r] + col_term[c] (uint32 arithmetic), then with dequant
+// float(C) * scale[c] + bias[c].
+template <size_t NR>
+struct Dot4Epilogue {
+  alignas(64) uint32_t col_term[NR];
+  alignas(64) uint32_t zp_neg[NR];
+  alignas(64) float scale[NR];
+  alignas(64) float bias[NR];
+  bool dequant;
+};
+
+// Whether Micro has store_rows(mr, rows, kgroups, strip, epilogue, rowsum, C, ldc), which writes finished
+// rows of a full strip straight to C (the tile round trip through memory cost a fifth of the projection).
+template <typename Micro, typename = void>
+struct StoresRows : std::false_type {};
+template <typename Micro>
+struct StoresRows<Micro, std::void_t<decltype(&Micro::store_rows)>> : std::true_type {};
+
 // ---- dot4 driver. Micro::run(mr, rows, kgroups, strip, tile) computes tile[r*NR + c] = dot(a_r, b'_c)
 // for r < mr (a_r as u8, or as s8 = a - 128 with kSignedA). Packed A: [M][kpad] bytes, then rowsum[M].
 // Packed B: one block per NR-column strip: [kpad/4][NR][4] int8, colsum[NR], zp'[NR].
@@ -230,31 +250,39 @@ struct Dot4Gemm {
                       const void* packed_b, int32_t* C, size_t ldc, const GemmU8X8Dequant* dequant) {
     const size_t kp = kpad(K);
     const uint8_t* a = static_cast<const uint8_t*>(packed_a);
-    alignas(64) float scale[NR], bias[NR];
     const int32_t* rowsum = reinterpret_cast<const int32_t*>(a + round_up(M * kp, 64));
     const uint32_t za = uint32_t(kSignedA ? a_zp - 128 : a_zp);
     alignas(64) int32_t tile[MR * NR];
-    alignas(64) uint32_t col_term[NR], zp_neg[NR];
+    Dot4Epilogue<NR> ep;
+    ep.dequant = dequant != nullptr;
     for (size_t s = n0 / NR; s * NR < n1; ++s) {
       const uint8_t* strip = static_cast<const uint8_t*>(packed_b) + s * strip_bytes(K);
       const int32_t* colsum = reinterpret_cast<const int32_t*>(strip + kp * NR);
       const int32_t* zp = colsum + NR;
       for (size_t c = 0; c < NR; ++c) {
-        col_term[c] = uint32_t(K) * za * uint32_t(zp[c]) - za * uint32_t(colsum[c]);
-        zp_neg[c] = 0u - uint32_t(zp[c]);
+        ep.col_term[c] = uint32_t(K) * za * uint32_t(zp[c]) - za * uint32_t(colsum[c]);
+        ep.zp_neg[c] = 0u - uint32_t(zp[c]);
       }
       const size_t nr = N - s * NR < NR ? N - s * NR : NR;
-      strip_dequant<NR>(dequant, s * NR, nr, scale, bias);
+      strip_dequant<NR>(dequant, s * NR, nr, ep.scale, ep.bias);
       for (size_t m0 = 0; m0 < M; m0 += MR) {
         const size_t mr = M - m0 < MR ? M - m0 : MR;
         const uint8_t* rows[MR];
         tile_rows<uint8_t, MR>(a, kp, m0, mr, rows);
+        if constexpr (StoresRows<Micro>::value) {
+          if (nr == NR) {
+            Micro::store_rows(mr, rows, kp / 4, reinterpret_cast<const int8_t*>(strip), ep, rowsum + m0,
+                              C + m0 * ldc + s * NR, ldc);
+            continue;
+          }
+        }
         Micro::run(mr, rows, kp / 4, reinterpret_cast<const int8_t*>(strip), tile);
         for (size_t r = 0; r < mr; ++r) {
           const uint32_t rs = uint32_t(rowsum[m0 + r]);
           int32_t fixed[NR];
-          for (size_t c = 0; c < NR; ++c) fixed[c] = int32_t(uint32_t(tile[r * NR + c]) + zp_neg[c] * rs + col_term[c]);
-          store_row<NR>(fixed, nr, scale, bias, dequant != nullptr, C + (m0 + r) * ldc + s * NR);
+          for (size_t c = 0; c < NR; ++c)
+            fixed[c] = int32_t(uint32_t(tile[r * NR + c]) + ep.zp_neg[c] * rs + ep.col_term[c]);
+          store_row<NR>(fixed, nr, ep.scale, ep.bias, ep.dequant, C + (m0 + r) * ldc + s * NR);
         }
       }
     }
