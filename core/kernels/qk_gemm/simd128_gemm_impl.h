@@ -3,6 +3,8 @@
 // 4 query rows x 4 keys (each K row converted once); packed QK and SV use the ISA's register tile.
 #pragma once
 #include <algorithm>
+#include <type_traits>
+#include <vector>
 
 #include "qk_gemm/limb_query.h"
 #include "qk_gemm/qk_gemm.h"
@@ -149,20 +151,34 @@ void qk128_pack(size_t N, size_t H, const void* K, size_t ldk, float* panels) {
 }
 
 // Register tiles come from T: kTileRows x kTileVecs 4-lane accumulators (wasm's x64 lowering has only
-// 16 vector registers, so its tile is 6 x 2; NEON's 32 hold 4 x 4).
+// 16 vector registers and no FMA, so a product needs a temporary: its tile is 4 x 2; NEON's 32 hold
+// 4 x 4). The tiles read their left operand interleaved, element d of row i at [d * kTileRows + i], so
+// every broadcast of a step comes from one address plus a constant (V8 recomputed each row's index,
+// a third of the loop's instructions).
+constexpr size_t kInterleavedMax = 256;  // elements of an interleaved tile row kept on the stack
+
+template <class T>
+inline void interleave_rows(int mr, size_t n, const float* src, size_t ld, float* dst) {
+  for (size_t d = 0; d < n; ++d)
+    for (int i = 0; i < mr; ++i) dst[d * T::kTileRows + i] = src[i * ld + d];
+}
+
 template <class T, int MR>
-inline void qk128_packed_tile(size_t H, const float* Q, size_t ldq, const float* panel, float alpha,
-                              float* C, size_t ldc, size_t keys) {
+inline void qk128_packed_tile(size_t H, const float* Qi, const float* panel, float alpha, float* C, size_t ldc,
+                              size_t keys) {
   using V = typename T::V;
   constexpr int NV = T::kTileVecs;
   V acc[MR][NV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NV; ++v) acc[i][v] = T::zero();
-  for (size_t d = 0; d < H; ++d) {
+  // Bumped pointers with constant element offsets: LLVM then folds the offsets into the wasm loads.
+  const float* qd = Qi;
+  const float* bd = panel;
+  for (size_t d = 0; d < H; ++d, qd += T::kTileRows, bd += kQkPanelKeys) {
     V b[NV];
-    for (int v = 0; v < NV; ++v) b[v] = T::load(panel + d * kQkPanelKeys + 4 * v);
+    for (int v = 0; v < NV; ++v) b[v] = T::load(bd + 4 * v);
     for (int i = 0; i < MR; ++i) {
-      const V a = T::set1(Q[i * ldq + d]);
+      const V a = T::set1(qd[i]);
       for (int v = 0; v < NV; ++v) acc[i][v] = T::mac(a, b[v], acc[i][v]);
     }
   }
@@ -174,11 +190,11 @@ inline void qk128_packed_tile(size_t H, const float* Q, size_t ldq, const float*
 }
 
 template <class T, int MR = T::kTileRows>
-void qk128_packed_rows(int mr, size_t H, const float* Q, size_t ldq, const float* panel, float alpha,
-                       float* C, size_t ldc, size_t keys) {
+void qk128_packed_rows(int mr, size_t H, const float* Qi, const float* panel, float alpha, float* C, size_t ldc,
+                       size_t keys) {
   if constexpr (MR >= 1) {
-    if (mr == MR) return qk128_packed_tile<T, MR>(H, Q, ldq, panel, alpha, C, ldc, keys);
-    qk128_packed_rows<T, MR - 1>(mr, H, Q, ldq, panel, alpha, C, ldc, keys);
+    if (mr == MR) return qk128_packed_tile<T, MR>(H, Qi, panel, alpha, C, ldc, keys);
+    qk128_packed_rows<T, MR - 1>(mr, H, Qi, panel, alpha, C, ldc, keys);
   }
 }
 
@@ -186,29 +202,37 @@ template <class T>
 void qk128_packed(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const float* panels,
                   float alpha, float* C, size_t ldc) {
   constexpr size_t kKeys = 4 * T::kTileVecs;  // divides the 16-key panel
+  alignas(16) float stack_rows[kInterleavedMax * T::kTileRows];
+  std::vector<float> heap_rows;  // head sizes above kInterleavedMax
+  if (H > kInterleavedMax) heap_rows.resize(H * T::kTileRows);
+  float* qi = heap_rows.empty() ? stack_rows : heap_rows.data();
   for (size_t i0 = 0; i0 < M; i0 += T::kTileRows) {
     const int mr = static_cast<int>(std::min<size_t>(T::kTileRows, M - i0));
+    interleave_rows<T>(mr, H, Q + i0 * ldq, ldq, qi);
     for (size_t j = 0; j < N; j += kKeys) {
       const float* panel = panels + (j / kQkPanelKeys) * H * kQkPanelKeys + j % kQkPanelKeys;
-      qk128_packed_rows<T>(mr, H, Q + i0 * ldq, ldq, panel, alpha, C + i0 * ldc + j, ldc, std::min(kKeys, N - j));
+      qk128_packed_rows<T>(mr, H, qi, panel, alpha, C + i0 * ldc + j, ldc, std::min(kKeys, N - j));
     }
   }
 }
 
-// SV: MB rows x (CB x 8) columns; each V row chunk converted once for all MB rows.
+// SV: MB rows x (CB x 8) columns over keys [0, N) of interleaved probabilities Pi; each V row chunk
+// converted once for all MB rows.
 template <class T, class E, int MB, int CB>
-inline void sv128_tile(size_t N, const float* P, size_t ldp, const uint8_t* Vc, size_t ldv, size_t d0,
-                       float* O, size_t ldo, bool accumulate) {
+inline void sv128_tile(size_t N, const float* Pi, const uint8_t* Vc, size_t ldv, size_t d0, float* O, size_t ldo,
+                       bool accumulate) {
   using V = typename T::V;
   V acc[MB][2 * CB];
   for (int i = 0; i < MB; ++i)
     for (int c = 0; c < 2 * CB; ++c) acc[i][c] = accumulate ? T::load(O + i * ldo + d0 + 4 * c) : T::zero();
-  for (size_t j = 0; j < N; ++j) {
+  const float* pj = Pi;
+  const uint8_t* vj = Vc;
+  for (size_t j = 0; j < N; ++j, pj += T::kTileRows, vj += ldv) {
     V p[MB];
-    for (int i = 0; i < MB; ++i) p[i] = T::set1(P[i * ldp + j]);
+    for (int i = 0; i < MB; ++i) p[i] = T::set1(pj[i]);
     for (int c = 0; c < CB; ++c) {
       V lo, hi;
-      T::load8(E{}, Vc + j * ldv, d0 + 8 * c, lo, hi);
+      T::load8(E{}, vj, d0 + 8 * c, lo, hi);
       for (int i = 0; i < MB; ++i) {
         acc[i][2 * c] = T::mac(p[i], lo, acc[i][2 * c]);
         acc[i][2 * c + 1] = T::mac(p[i], hi, acc[i][2 * c + 1]);
@@ -220,30 +244,64 @@ inline void sv128_tile(size_t N, const float* P, size_t ldp, const uint8_t* Vc, 
 }
 
 template <class T, class E, int MB>
-void sv128_rows(size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv, float* O,
-                size_t ldo, bool accumulate) {
+void sv128_rows(size_t N, size_t H, const float* Pi, const uint8_t* V, size_t ldv, float* O, size_t ldo,
+                bool accumulate) {
   constexpr int CB = T::kTileVecs / 2;  // 8 columns per step
   size_t d = 0;
-  for (; d + 8 * CB <= H; d += 8 * CB) sv128_tile<T, E, MB, CB>(N, P, ldp, V, ldv, d, O, ldo, accumulate);
-  for (; d < H; d += 8) sv128_tile<T, E, MB, 1>(N, P, ldp, V, ldv, d, O, ldo, accumulate);
+  for (; d + 8 * CB <= H; d += 8 * CB) sv128_tile<T, E, MB, CB>(N, Pi, V, ldv, d, O, ldo, accumulate);
+  for (; d < H; d += 8) sv128_tile<T, E, MB, 1>(N, Pi, V, ldv, d, O, ldo, accumulate);
 }
 
 template <class T, class E, int MB = T::kTileRows>
-void sv128_dispatch(int mb, size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv,
-                    float* O, size_t ldo, bool accumulate) {
+void sv128_dispatch(int mb, size_t N, size_t H, const float* Pi, const uint8_t* V, size_t ldv, float* O,
+                    size_t ldo, bool accumulate) {
   if constexpr (MB >= 1) {
-    if (mb == MB) return sv128_rows<T, E, MB>(N, H, P, ldp, V, ldv, O, ldo, accumulate);
-    sv128_dispatch<T, E, MB - 1>(mb, N, H, P, ldp, V, ldv, O, ldo, accumulate);
+    if (mb == MB) return sv128_rows<T, E, MB>(N, H, Pi, V, ldv, O, ldo, accumulate);
+    sv128_dispatch<T, E, MB - 1>(mb, N, H, Pi, V, ldv, O, ldo, accumulate);
   }
 }
 
+// Keys go in chunks (probabilities interleaved on the stack); the output rows carry the sum from one
+// chunk to the next, stored and reloaded exactly, so the bits do not depend on the chunking.
+// A converted V (f16, bf16, s8, s4) read by several row tiles is converted once per chunk into a small
+// fp32 slice on the stack that every row tile then reads: the conversion cost SIMD128 twice the
+// multiply-adds of a 4-row tile. Converting is exact, so the bits are those of the fused loop.
 template <class T, class E>
 void sv128(size_t M, size_t N, size_t H, const float* P, size_t ldp, const void* V, size_t ldv, float* O,
            size_t ldo, bool accumulate) {
+  constexpr size_t kSliceFloats = 4096;  // 16 KB: 32 keys of H = 128
   const uint8_t* base = static_cast<const uint8_t*>(V);
-  for (size_t i0 = 0; i0 < M; i0 += T::kTileRows) {
-    const int mb = static_cast<int>(std::min<size_t>(T::kTileRows, M - i0));
-    sv128_dispatch<T, E>(mb, N, H, P + i0 * ldp, ldp, base, ldv, O + i0 * ldo, ldo, accumulate);
+  alignas(16) float pi[kInterleavedMax * T::kTileRows];
+  const bool convert_once = !std::is_same_v<E, F32> && M > static_cast<size_t>(T::kTileRows) && H <= kSliceFloats / 8;
+  if (!convert_once) {
+    constexpr size_t kChunk = kInterleavedMax;
+    for (size_t i0 = 0; i0 < M; i0 += T::kTileRows) {
+      const int mb = static_cast<int>(std::min<size_t>(T::kTileRows, M - i0));
+      for (size_t j0 = 0; j0 == 0 || j0 < N; j0 += kChunk) {
+        const size_t n = std::min(kChunk, N - j0);
+        interleave_rows<T>(mb, n, P + i0 * ldp + j0, ldp, pi);
+        sv128_dispatch<T, E>(mb, n, H, pi, base + j0 * ldv, ldv, O + i0 * ldo, ldo, accumulate || j0 > 0);
+      }
+    }
+    return;
+  }
+  alignas(16) float slice[kSliceFloats];
+  const size_t chunk = std::min(kSliceFloats / H, kInterleavedMax);
+  for (size_t j0 = 0; j0 == 0 || j0 < N; j0 += chunk) {
+    const size_t n = std::min(chunk, N - j0);
+    for (size_t j = 0; j < n; ++j)
+      for (size_t d = 0; d < H; d += 8) {
+        typename T::V lo, hi;
+        T::load8(E{}, base + (j0 + j) * ldv, d, lo, hi);
+        T::store(slice + j * H + d, lo);
+        T::store(slice + j * H + d + 4, hi);
+      }
+    for (size_t i0 = 0; i0 < M; i0 += T::kTileRows) {
+      const int mb = static_cast<int>(std::min<size_t>(T::kTileRows, M - i0));
+      interleave_rows<T>(mb, n, P + i0 * ldp + j0, ldp, pi);
+      sv128_dispatch<T, F32>(mb, n, H, pi, reinterpret_cast<const uint8_t*>(slice), H * sizeof(float),
+                             O + i0 * ldo, ldo, accumulate || j0 > 0);
+    }
   }
 }
 

@@ -131,7 +131,9 @@ struct Vec128 {
 };
 #else
 struct Vec128 {
-  static constexpr int kTileRows = 6, kTileVecs = 2;  // packed QK / SV tile: V8's x64 code has 16 registers
+  // Packed QK / SV tile: V8's x64 code allocates 15 vector registers and a product needs a temporary
+  // (no FMA), so 8 accumulators; 6 x 2 spilled two of them through memory every step.
+  static constexpr int kTileRows = 4, kTileVecs = 2;
   using V = simde_v128_t;
   using Vi = simde_v128_t;
   using M = simde_v128_t;
