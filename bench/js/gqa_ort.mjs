@@ -1,6 +1,6 @@
 // attnkit bench: GroupQueryAttention on attnkit native (the CLI's `bench`) next to onnxruntime-node 1.30,
 // same cases, same thread counts, in one run, printed as ratios. Shapes are issue 3's (N=16, Nk=8, H=128).
-// Usage: node bench/js/gqa_ort.mjs [--quick] [--threads 1,2] [--iters N] [--cli PATH]
+// Usage: node bench/js/gqa_ort.mjs [--quick] [--threads 1,2] [--iters N] [--rounds R] [--cli PATH]
 import { flag, gqaCase, hasFlag, nativeVsOrt } from './shapes.mjs';
 
 const quick = hasFlag('--quick');
@@ -10,5 +10,6 @@ for (const T of quick ? [2048] : [512, 2048, 4096]) for (const cache of ['fp32',
 await nativeVsOrt(cases, {
   threadList: flag('--threads', '1,2').split(',').map(Number),
   iters: Number(flag('--iters', quick ? 3 : 10)),
+  rounds: Number(flag('--rounds', quick ? 1 : 3)),
   cli: flag('--cli', undefined),
 });

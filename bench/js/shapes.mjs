@@ -68,28 +68,46 @@ export function qattentionCase(S, past) {
     attrs: { num_heads: N }, inputs, outputs };
 }
 
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
 // Runs each case on attnkit native (the CLI's `bench`) and onnxruntime-node at every thread count, side by side,
-// and prints the times and ORT / attnkit ratios.
-export async function nativeVsOrt(cases, { threadList, iters, cli }) {
+// and prints the times and ORT / attnkit ratios. The host is shared and its load comes in bursts, so the two
+// alternate in `rounds` rounds of `iters` calls each; a row shows the median over rounds of each side's median
+// and the median of the per-round ratios (a burst then spoils one round, not one side).
+export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 }) {
   const rows = [];
   for (const c of cases) {
     for (const threads of threadList) {
       process.stderr.write(`bench ${c.name} threads=${threads}\n`);
-      const native = await benchNative(c, { iters, warmup: 2, threads, ...(cli ? { cli } : {}) });
-      if (native.error) process.stderr.write(`  attnkit failed: ${native.error}\n`);
-      let ortMs = NaN;
-      try {
-        ortMs = (await runOrt(c, { backend: 'node', threads, repeat: iters })).timeMs;
-      } catch (err) {
-        process.stderr.write(`  ORT failed: ${err.message.split('\n')[0]}\n`);
+      const native = [], ort = [], ratios = [];
+      let isa = '?';
+      for (let round = 0; round < rounds; round++) {
+        const n = await benchNative(c, { iters, warmup: 2, threads, ...(cli ? { cli } : {}) });
+        if (n.error) {
+          process.stderr.write(`  attnkit failed: ${n.error}\n`);
+          break;
+        }
+        isa = n.isa;
+        let ortMs = NaN;
+        try {
+          ortMs = (await runOrt(c, { backend: 'node', threads, repeat: iters })).timeMs;
+        } catch (err) {
+          process.stderr.write(`  ORT failed: ${err.message.split('\n')[0]}\n`);
+          break;
+        }
+        native.push(n.median_us / 1000);
+        ort.push(ortMs);
+        ratios.push(ortMs / (n.median_us / 1000));
       }
-      rows.push({ name: c.name, threads, attnkitMs: native.error ? NaN : native.median_us / 1000, ortMs, isa: native.isa });
+      const ok = ratios.length > 0;
+      rows.push({ name: c.name, threads, isa, attnkitMs: ok ? median(native) : NaN, ortMs: ok ? median(ort) : NaN,
+        ratio: ok ? median(ratios) : NaN, spread: ok ? [Math.min(...ratios), Math.max(...ratios)] : [NaN, NaN] });
     }
   }
-  console.log('case                          threads  attnkit ms    ORT ms   ORT/attnkit');
+  console.log('case                          threads  attnkit ms    ORT ms   ORT/attnkit  (rounds: min-max)');
   for (const r of rows) {
     console.log(`${r.name.padEnd(30)}${String(r.threads).padStart(4)}${r.attnkitMs.toFixed(3).padStart(12)}`
-      + `${r.ortMs.toFixed(3).padStart(10)}${(r.ortMs / r.attnkitMs).toFixed(2).padStart(12)}x  (${r.isa})`);
+      + `${r.ortMs.toFixed(3).padStart(10)}${r.ratio.toFixed(2).padStart(12)}x  (${r.spread.map((x) => x.toFixed(2)).join('-')}, ${r.isa})`);
   }
   return rows;
 }
