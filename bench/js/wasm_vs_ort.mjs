@@ -20,6 +20,7 @@ const iters = Number(flag('--iters', quick ? 3 : 10));
 const filter = flag('--filter', '');
 // Timed calls stop once they add up to this, so ORT's multi-second prefill does not take minutes per shape.
 const BUDGET_MS = Number(flag('--budget-ms', quick ? 1500 : 4000));
+const DECODE = { warmup: quick ? 5 : 20, repeat: Math.max(iters, quick ? 10 : 30) };
 
 // ---- shapes (bench/js/shapes.mjs) ----
 const { N, Nk, H } = GQA;
@@ -76,24 +77,24 @@ function timeKvCacheDecode(instance, c, threads) {
   }
 }
 
-// What any stateless decode call in a wasm module must spend just moving the cache (ORT web too): past_key and
-// past_value copied into the module's (shared, reused) memory, and present_key and present_value copied out into
-// fresh arrays the caller owns and keeps -- whose first touch page-faults, which dominates for large caches. Timed
-// as the same typed-array operations js/marshal.js performs, without the op.
+// What any stateless decode call in a wasm module must spend just moving the cache (ORT web too): the past
+// (GQA's past_key and past_value, QAttention's past) copied into the module's (shared, reused) memory, and the
+// present copied out into fresh arrays the caller owns and keeps -- whose first touch page-faults, which
+// dominates for large caches. Timed as the same typed-array operations js/marshal.js performs, without the op.
 function timeCacheCopies(prepared) {
-  const caches = [prepared.inputs.past_key.data, prepared.inputs.past_value.data];
+  const caches = ['past_key', 'past_value', 'past'].filter((k) => prepared.inputs[k]).map((k) => prepared.inputs[k].data);
   const bytes = caches.map((a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
   const module = bytes.map((b) => new Uint8Array(new SharedArrayBuffer(b.length)));
   const times = [];
   let held = null;  // the caller holds the last outputs, as a decode loop does
-  for (let r = 0; r < iters; r++) {
+  for (let r = 0; r < DECODE.warmup + DECODE.repeat; r++) {
     const t0 = performance.now();
     const out = [];
     for (let k = 0; k < bytes.length; k++) {
       module[k].set(bytes[k]);        // in
       out.push(module[k].slice());    // out, fresh
     }
-    times.push(performance.now() - t0);
+    if (r >= DECODE.warmup) times.push(performance.now() - t0);
     held = out;
   }
   return median(times);
@@ -108,12 +109,15 @@ async function child(threads) {
     process.stderr.write(`  [${threads}T] ${c.name}\n`);
     const prepared = prepareCase(c);
     const call = () => instance.run(prepared.op, prepared.inputs, prepared.attrs, { outputs: prepared.outputs, threads });
+    // A decode step is called thousands of times in a row: both sides are timed past the first calls, whose fresh
+    // output arrays page-fault (a QAttention step took 3.9 ms over its first 20 calls and 1.0 ms after).
+    const { warmup, repeat } = c.kind === 'decode' ? DECODE : { warmup: 1, repeat: iters };
     let wasmOut = null;
     let wasmError = null;
     const times = [];
     try {
-      wasmOut = call();
-      for (let r = 0; r < iters && times.reduce((x, y) => x + y, 0) < BUDGET_MS; r++) {
+      for (let r = 0; r < warmup; r++) wasmOut = call();
+      for (let r = 0; r < repeat && times.reduce((x, y) => x + y, 0) < BUDGET_MS; r++) {
         const t0 = performance.now();
         wasmOut = call();
         times.push(performance.now() - t0);
@@ -125,15 +129,15 @@ async function child(threads) {
     let ortError = null;
     let diff = NaN;
     try {
-      const ort = await runOrt(c, { backend: 'web', threads, repeat: iters, budgetMs: BUDGET_MS });
+      const ort = await runOrt(c, { backend: 'web', threads, repeat, warmup, budgetMs: BUDGET_MS });
       ortMs = ort.timeMs;
       diff = maxAbsDiff(wasmOut?.output, ort.outputs.output);
     } catch (err) {
       ortError = String(err.message ?? err).split('\n')[0];
     }
-    const decode = c.op === 'GroupQueryAttention' && c.kind === 'decode';
-    const inPlaceMs = decode ? timeKvCacheDecode(instance, c, threads) : null;
-    const copyMs = decode ? timeCacheCopies(prepared) : null;
+    const gqaDecode = c.op === 'GroupQueryAttention' && c.kind === 'decode';
+    const inPlaceMs = gqaDecode ? timeKvCacheDecode(instance, c, threads) : null;
+    const copyMs = c.kind === 'decode' ? timeCacheCopies(prepared) : null;
     results.push({ name: c.name, threads, wasmMs: times.length ? median(times) : null, wasmError, ortMs, ortError, diff,
       inPlaceMs, copyMs });
   }
@@ -175,8 +179,9 @@ async function parent() {
   for (const entry of Object.values(byName)) {
     if (!haveNative) break;
     process.stderr.write(`  native ${entry.c.name}\n`);
-    const native = await benchNative(entry.c, { iters, warmup: 1, threads: 1 });
-    const avx2 = await benchNative(entry.c, { iters, warmup: 1, threads: 1, isa: 'avx2' });
+    const runs = entry.c.kind === 'decode' ? { iters: DECODE.repeat, warmup: DECODE.warmup } : { iters, warmup: 1 };
+    const native = await benchNative(entry.c, { ...runs, threads: 1 });
+    const avx2 = await benchNative(entry.c, { ...runs, threads: 1, isa: 'avx2' });
     entry.nativeMs = native.error ? null : native.median_us / 1000;
     entry.nativeIsa = native.isa;
     entry.avx2Ms = avx2.error ? null : avx2.median_us / 1000;

@@ -170,9 +170,9 @@ function median(values) {
 }
 
 // Runs a case on ORT. Returns { outputs: { name: { dtype, shape, data } }, timeMs } (timeMs: median of `repeat`
-// session.run calls after one warm-up when repeat > 1; repeating stops early once the timed runs exceed budgetMs,
-// so slow targets on big cases keep `npm start` short), or throws with ORT's message.
-export async function runOrt(caseObj, { backend = 'node', threads = 1, repeat = 1, budgetMs = Infinity } = {}) {
+// session.run calls after `warmup` untimed ones when repeat > 1; repeating stops early once the timed runs exceed
+// budgetMs, so slow targets on big cases keep `npm start` short), or throws with ORT's message.
+export async function runOrt(caseObj, { backend = 'node', threads = 1, repeat = 1, warmup = 1, budgetMs = Infinity } = {}) {
   const c = normalizeCase(caseObj);
   const ort = await loadRuntime(backend, threads);
   const session = await getSession(ort, backend, threads, buildModelBytes(c));
@@ -184,12 +184,12 @@ export async function runOrt(caseObj, { backend = 'node', threads = 1, repeat = 
   }
   const times = [];
   let results;
-  const runs = repeat > 1 ? repeat + 1 : 1;
-  for (let r = 0; r < runs; r++) {
+  const untimed = repeat > 1 ? warmup : 0;
+  for (let r = 0; r < repeat + untimed; r++) {
     const t0 = performance.now();
     results = await session.run(feeds);
     const dt = performance.now() - t0;
-    if (runs === 1 || r > 0) times.push(dt);
+    if (r >= untimed) times.push(dt);
     if (times.reduce((x, y) => x + y, 0) > budgetMs) break;
   }
   const outputs = {};
