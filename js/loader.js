@@ -130,5 +130,12 @@ export async function availableCores() {
 
 // Stops the pthread workers (and so lets Node exit). The module cannot run threaded code afterwards.
 export function terminateWorkers(Module) {
+  // Join the pool's threads first: a worker still starting, or spinning for work, when it is terminated
+  // kept running on thread data Emscripten had already freed (a memory-access trap in ~1 of 10 disposes).
+  try {
+    Module._attnkit_stop_threads?.();
+  } catch {
+    // a module that trapped: terminate its workers all the same
+  }
   Module.PThread?.terminateAllThreads();
 }

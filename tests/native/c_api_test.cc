@@ -1,6 +1,7 @@
 // attnkit tests: the C ABI (attnkit/attnkit.h) — the wasm build's only door, so its plumbing (names,
 // dtypes, attributes, outputs) and its error contract (code 2 + one-line message, never a crash) are checked.
 #include <gtest/gtest.h>
+#include <atomic>
 #include <cmath>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "attnkit/kv_cache.h"
 #include "attnkit/gqa.h"
 #include "common/json.h"
+#include "common/thread_pool.h"
 #include "dispatch.h"
 
 namespace attnkit {
@@ -91,6 +93,29 @@ TEST(CApi, RunsGqaLikeTheCppApi) {
   EXPECT_NE(std::memcmp(attnkit_result_data(r.r, 0), other.output.storage.data(), other.output.bytes()), 0);
   EXPECT_EQ(attnkit_result_data(r.r, 3), nullptr);  // out of range reads nothing
   EXPECT_EQ(attnkit_result_dtype(r.r, -1), -1);
+}
+
+// The wasm package stops the pool before it terminates its workers; the next call must start it again.
+TEST(CApi, StopThreadsJoinsThePoolAndTheNextCallRestartsIt) {
+  SmallGqa g;
+  const char* attrs = R"({"num_heads":4,"kv_num_heads":2})";
+  ResultGuard before, after;
+  ASSERT_EQ(attnkit_run("com.microsoft.GroupQueryAttention", attrs, g.tensors().data(), 5, "output", 2, nullptr,
+                        &before.r),
+            ATTNKIT_OK);
+  attnkit_stop_threads();
+  attnkit_stop_threads();  // nothing left to stop
+  ASSERT_EQ(attnkit_run("com.microsoft.GroupQueryAttention", attrs, g.tensors().data(), 5, "output", 2, nullptr,
+                        &after.r),
+            ATTNKIT_OK);
+  ASSERT_EQ(attnkit_result_bytes(before.r, 0), attnkit_result_bytes(after.r, 0));
+  EXPECT_EQ(std::memcmp(attnkit_result_data(before.r, 0), attnkit_result_data(after.r, 0),
+                        attnkit_result_bytes(before.r, 0)),
+            0);
+  std::vector<std::atomic<int>> runs(64);
+  parallel_for(runs.size(), 2, [&](size_t task, int) { runs[task].fetch_add(1); });
+  attnkit_stop_threads();
+  for (const auto& r : runs) EXPECT_EQ(r.load(), 1);
 }
 
 TEST(CApi, OutputSelectionAndPath) {

@@ -61,6 +61,10 @@ void attnkit_result_free(attnkit_result* result);
 const char* attnkit_info_json(void);
 /* Forces a kernel ISA for the process: 0 ok, 2 when it is unknown or not available here. */
 int attnkit_set_isa(const char* isa);
+/* Stops and joins attnkit's worker threads; the next call starts them again. For an embedder that must end
+ * every thread (a wasm module before its workers are terminated, a library before it is unloaded); not while
+ * another thread is inside a call. */
+void attnkit_stop_threads(void);
 
 /* A GroupQueryAttention KV cache that lives in attnkit memory and grows in place (attnkit/kv_cache.h).
  * Sizes are int (not int64) so JS can pass them to a wasm32 build without BigInt legalization.

@@ -14,6 +14,7 @@
 #include "attnkit/kv_cache.h"
 #include "common/json.h"
 #include "common/thread_pool.h"
+#include "common/thread_pool.h"
 #include "dispatch.h"
 
 struct attnkit_result {
@@ -256,6 +257,13 @@ int attnkit_set_isa(const char* isa) {
     return attnkit::set_kernel_isa(isa) ? ATTNKIT_OK : ATTNKIT_INVALID;
   } catch (...) {
     return ATTNKIT_INTERNAL_ERROR;
+  }
+}
+
+void attnkit_stop_threads(void) {
+  try {
+    attnkit::stop_thread_pool();
+  } catch (...) {
   }
 }
 

@@ -58,6 +58,21 @@ class ThreadPool {
     return *pool;
   }
 
+  // Wakes every worker with the stop flag set and joins it; the next run() starts new workers. Returns
+  // without stopping when a region is in flight (or a wasm trap unwound through run() with the lock held).
+  void stop() {
+    std::unique_lock<std::mutex> call_lock(call_mu_, std::try_to_lock);
+    if (!call_lock.owns_lock()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+    workers_.clear();
+    stop_ = false;
+  }
+
   void run(size_t tasks, int threads, const std::function<void(size_t, int)>& fn) {
     std::lock_guard<std::mutex> call_lock(call_mu_);  // one parallel region at a time
     ensure_workers(threads - 1);
@@ -85,18 +100,18 @@ class ThreadPool {
     while (static_cast<int>(workers_.size()) < count) {
       int id = static_cast<int>(workers_.size()) + 1;
       workers_.emplace_back([this, id] { loop(id); });
-      workers_.back().detach();
     }
   }
 
   void loop(int id) {
     uint64_t seen = 0;
     for (;;) {
-      auto new_region = [&] { return (state_.load(std::memory_order_acquire) >> 32) != seen; };
+      auto new_region = [&] { return (state_.load(std::memory_order_acquire) >> 32) != seen || stop_; };
       if (!spin_until(new_region)) {
         std::unique_lock<std::mutex> lock(mu_);
         wake_.wait(lock, new_region);
       }
+      if (stop_) return;
       seen = state_.load(std::memory_order_acquire) >> 32;
       if (id <= active_workers_.load(std::memory_order_relaxed)) work(seen, id);
     }
@@ -126,7 +141,8 @@ class ThreadPool {
   std::mutex call_mu_;
   std::mutex mu_;
   std::condition_variable wake_, done_;
-  std::vector<std::thread> workers_;
+  std::vector<std::thread> workers_;  // joinable, so stop() can wait for them (the pool itself is never destroyed)
+  std::atomic<bool> stop_{false};
   // Written by the caller before it publishes a region through state_ (release), read after it (acquire).
   std::atomic<const std::function<void(size_t, int)>*> fn_{nullptr};
   std::atomic<size_t> tasks_{0};
@@ -150,6 +166,8 @@ int default_threads() {
 int resolve_threads(int requested) {
   return std::clamp(requested > 0 ? requested : default_threads(), 1, kMaxThreads);
 }
+
+void stop_thread_pool() { ThreadPool::instance().stop(); }
 
 void parallel_for(size_t tasks, int threads, const std::function<void(size_t, int)>& fn) {
   threads = std::min<int>(resolve_threads(threads), static_cast<int>(std::max<size_t>(tasks, 1)));

@@ -16,4 +16,9 @@ int default_threads();
 // identifies per-thread scratch. Returns when all tasks are done. Nested calls run inline.
 void parallel_for(size_t tasks, int threads, const std::function<void(size_t task, int worker)>& fn);
 
+// Stops and joins the pool's worker threads (the next parallel_for starts them again), for an embedder that
+// must end every thread: a wasm module before its workers are terminated, a library before it is unloaded.
+// Not with a parallel_for in flight on another thread.
+void stop_thread_pool();
+
 }  // namespace attnkit
