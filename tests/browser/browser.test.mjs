@@ -99,6 +99,52 @@ describe('demo page (attnkit wasm in Chromium)', () => {
   });
 });
 
+describe('dispose in the page', () => {
+  before(() => assert.ok(!browserReason, browserReason));
+  let server;
+  let browser;
+  before(async () => {
+    server = await startStaticServer();
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  // dispose() joins the pool's threads on the page's main thread (blocking there is a busy wait), then
+  // terminates the workers: neither may hang, trap, or keep init() from starting a fresh module.
+  test('threaded init / call / dispose cycles neither hang nor trap', async () => {
+    const { page } = browser;
+    await page.goto(server.url('js/demo/'));
+    const result = await page.evaluate(async () => {
+      const a = await import('/js/index.js');
+      const S = 5, N = 4, Nk = 2, H = 16;
+      const fill = (n) => Float32Array.from({ length: n }, (_, i) => Math.sin(i));
+      const inputs = {
+        query: { data: fill(S * N * H), shape: [1, S, N * H] },
+        key: { data: fill(S * Nk * H), shape: [1, S, Nk * H] },
+        value: { data: fill(S * Nk * H), shape: [1, S, Nk * H] },
+        seqlens_k: { data: new Int32Array([S - 1]), shape: [1] },
+        total_sequence_length: { data: new Int32Array([S]), shape: [] },
+      };
+      const sums = [];
+      for (let cycle = 0; cycle < 4; cycle++) {
+        const info = await a.init({ threads: 2 });
+        const r = await a.groupQueryAttention(inputs, { num_heads: N, kv_num_heads: Nk });
+        sums.push([info.build, r.output.data.reduce((x, y) => x + y, 0)]);
+        a.dispose();
+      }
+      return sums;
+    });
+    assert.equal(result.length, 4);
+    for (const [build, sum] of result) {
+      assert.equal(build, 'simd-threaded');
+      assert.equal(sum, result[0][1]);
+    }
+  });
+});
+
 // The six cases cover: a long prompt and a chunked prompt with S >= 32 (wrong unless subgroups are hidden from
 // ORT), decode, rotary, and the two features ORT's WebGPU EP gets wrong.
 describe('ORT WebGPU EP (SwiftShader) vs the fp64 reference', () => {
