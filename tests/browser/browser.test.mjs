@@ -1,7 +1,7 @@
 // attnkit browser tests (node:test, Playwright + Debian Chromium): (a) the demo page loads cross-origin isolated, the
-// package picks its threaded wasm build there and its result equals the native CLI's; (b) a few corpus cases on
-// onnxruntime-web's WebGPU EP (SwiftShader) against the fp64 reference, asserting ORT's known WebGPU divergences
-// (softcap ignored, local-window presents zeroed) explicitly and agreement everywhere else.
+// package picks its threaded wasm build there, its result equals the native CLI's, and init/dispose cycles run
+// clean; (b) a few corpus cases on onnxruntime-web's WebGPU EP (SwiftShader) against the fp64 reference, asserting
+// ORT's known WebGPU divergences (softcap ignored, local-window presents zeroed) explicitly and agreement elsewhere.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -96,20 +96,6 @@ describe('demo page (attnkit wasm in Chromium)', () => {
       const r = compareTensors({ ...actual, data }, expected, { atol: 1e-6 * scale, rtol: 1e-6 });
       assert.ok(r.ok, `${output}: wasm in Chromium vs native: ${r.reason} (max rel ${r.maxRel})`);
     }
-  });
-});
-
-describe('dispose in the page', () => {
-  before(() => assert.ok(!browserReason, browserReason));
-  let server;
-  let browser;
-  before(async () => {
-    server = await startStaticServer();
-    browser = await launchBrowser();
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
   });
 
   // dispose() joins the pool's threads on the page's main thread (blocking there is a busy wait), then

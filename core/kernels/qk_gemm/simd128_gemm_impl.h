@@ -270,37 +270,31 @@ template <class T, class E>
 void sv128(size_t M, size_t N, size_t H, const float* P, size_t ldp, const void* V, size_t ldv, float* O,
            size_t ldo, bool accumulate) {
   constexpr size_t kSliceFloats = 4096;  // 16 KB: 32 keys of H = 128
-  const uint8_t* base = static_cast<const uint8_t*>(V);
+  const bool convert = !std::is_same_v<E, F32> && M > static_cast<size_t>(T::kTileRows) && H <= kSliceFloats / 8;
+  const size_t chunk = convert ? std::min(kSliceFloats / H, kInterleavedMax) : kInterleavedMax;
   alignas(16) float pi[kInterleavedMax * T::kTileRows];
-  const bool convert_once = !std::is_same_v<E, F32> && M > static_cast<size_t>(T::kTileRows) && H <= kSliceFloats / 8;
-  if (!convert_once) {
-    constexpr size_t kChunk = kInterleavedMax;
-    for (size_t i0 = 0; i0 < M; i0 += T::kTileRows) {
-      const int mb = static_cast<int>(std::min<size_t>(T::kTileRows, M - i0));
-      for (size_t j0 = 0; j0 == 0 || j0 < N; j0 += kChunk) {
-        const size_t n = std::min(kChunk, N - j0);
-        interleave_rows<T>(mb, n, P + i0 * ldp + j0, ldp, pi);
-        sv128_dispatch<T, E>(mb, n, H, pi, base + j0 * ldv, ldv, O + i0 * ldo, ldo, accumulate || j0 > 0);
-      }
-    }
-    return;
-  }
   alignas(16) float slice[kSliceFloats];
-  const size_t chunk = std::min(kSliceFloats / H, kInterleavedMax);
   for (size_t j0 = 0; j0 == 0 || j0 < N; j0 += chunk) {
     const size_t n = std::min(chunk, N - j0);
-    for (size_t j = 0; j < n; ++j)
-      for (size_t d = 0; d < H; d += 8) {
-        typename T::V lo, hi;
-        T::load8(E{}, base + (j0 + j) * ldv, d, lo, hi);
-        T::store(slice + j * H + d, lo);
-        T::store(slice + j * H + d + 4, hi);
-      }
+    const uint8_t* rows = static_cast<const uint8_t*>(V) + j0 * ldv;
+    if (convert) {
+      for (size_t j = 0; j < n; ++j)
+        for (size_t d = 0; d < H; d += 8) {
+          typename T::V lo, hi;
+          T::load8(E{}, rows + j * ldv, d, lo, hi);
+          T::store(slice + j * H + d, lo);
+          T::store(slice + j * H + d + 4, hi);
+        }
+    }
     for (size_t i0 = 0; i0 < M; i0 += T::kTileRows) {
       const int mb = static_cast<int>(std::min<size_t>(T::kTileRows, M - i0));
       interleave_rows<T>(mb, n, P + i0 * ldp + j0, ldp, pi);
-      sv128_dispatch<T, F32>(mb, n, H, pi, reinterpret_cast<const uint8_t*>(slice), H * sizeof(float),
-                             O + i0 * ldo, ldo, accumulate || j0 > 0);
+      float* o = O + i0 * ldo;
+      if (convert)
+        sv128_dispatch<T, F32>(mb, n, H, pi, reinterpret_cast<const uint8_t*>(slice), H * sizeof(float), o, ldo,
+                               accumulate || j0 > 0);
+      else
+        sv128_dispatch<T, E>(mb, n, H, pi, rows, ldv, o, ldo, accumulate || j0 > 0);
     }
   }
 }
