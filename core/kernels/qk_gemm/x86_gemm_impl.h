@@ -264,13 +264,15 @@ inline void sv_tile(size_t N, const float* P, size_t ldp, const uint8_t* V, size
   for (int i = 0; i < MB; ++i)
     for (int c = 0; c < CB; ++c)
       acc[i][c] = accumulate ? I::loadu(O + i * ldo + d0 + c * I::W) : I::zero();
+  // The V vectors first, then each row's broadcast used at once: holding all MB broadcasts across the
+  // column loop (12 + 24 accumulators at MB = 12) made GCC keep five accumulators on the stack.
   for (size_t j = 0; j < N; ++j) {
     const uint8_t* row = V + j * ldv;
-    Vec p[MB];
-    for (int i = 0; i < MB; ++i) p[i] = I::set1(P[i * ldp + j]);
-    for (int c = 0; c < CB; ++c) {
-      const Vec v = I::load(E{}, row, d0 + c * I::W);
-      for (int i = 0; i < MB; ++i) acc[i][c] = I::fmadd(p[i], v, acc[i][c]);
+    Vec v[CB];
+    for (int c = 0; c < CB; ++c) v[c] = I::load(E{}, row, d0 + c * I::W);
+    for (int i = 0; i < MB; ++i) {
+      const Vec p = I::set1(P[i * ldp + j]);
+      for (int c = 0; c < CB; ++c) acc[i][c] = I::fmadd(p, v[c], acc[i][c]);
     }
   }
   for (int i = 0; i < MB; ++i)
