@@ -309,17 +309,20 @@ inline void sv_tile_s4(size_t N, const float* P, size_t ldp, const uint8_t* V, s
       else
         ev[i][c] = od[i][c] = I::zero();
     }
-  for (size_t j = 0; j < N; ++j) {
+  for (size_t j = 0; j < N; ++j) {  // V converted first, broadcasts used at once (as in sv_tile)
     const uint8_t* row = V + j * ldv;
-    Vec p[MB];
-    for (int i = 0; i < MB; ++i) p[i] = I::set1(P[i * ldp + j]);
+    Vec lo[CB], hi[CB];
     for (int c = 0; c < CB; ++c) {
       const size_t b = b0 + c * I::W;
       const auto x = I::nib_bytes(row + b, kFull ? I::W : std::min(I::W, bytes - b));
-      const Vec lo = I::nib_lo(x), hi = I::nib_hi(x);
-      for (int i = 0; i < MB; ++i) {
-        ev[i][c] = I::fmadd(p[i], lo, ev[i][c]);
-        od[i][c] = I::fmadd(p[i], hi, od[i][c]);
+      lo[c] = I::nib_lo(x);
+      hi[c] = I::nib_hi(x);
+    }
+    for (int i = 0; i < MB; ++i) {
+      const Vec p = I::set1(P[i * ldp + j]);
+      for (int c = 0; c < CB; ++c) {
+        ev[i][c] = I::fmadd(p, lo[c], ev[i][c]);
+        od[i][c] = I::fmadd(p, hi[c], od[i][c]);
       }
     }
   }
