@@ -265,7 +265,7 @@ inline void sv_tile(size_t N, const float* P, size_t ldp, const uint8_t* V, size
     for (int c = 0; c < CB; ++c)
       acc[i][c] = accumulate ? I::loadu(O + i * ldo + d0 + c * I::W) : I::zero();
   // The V vectors first, then each row's broadcast used at once: holding all MB broadcasts across the
-  // column loop (12 + 24 accumulators at MB = 12) made GCC keep five accumulators on the stack.
+  // column loop needs MB + MB * CB registers, which spilled accumulators (19 of AVX2's 16 at 6 x 2).
   for (size_t j = 0; j < N; ++j) {
     const uint8_t* row = V + j * ldv;
     Vec v[CB];
