@@ -14,6 +14,24 @@ namespace {
 
 // ---- QK direct ----
 
+// Elements [d, H) of keys [R0, R1) into one accumulator each, W at a time, then the 8-element tail
+// (W = 16 only).
+template <class I, class E, int MB, int R, int R0, int R1>
+inline void qk_steps(size_t H, size_t d, const float* const* q, const uint8_t* K, size_t ldk,
+                     typename I::V (&acc)[MB][R]) {
+  using V = typename I::V;
+  for (; d + I::W <= H; d += I::W)
+    for (int r = R0; r < R1; ++r) {
+      const V k = I::load(E{}, K + r * ldk, d);
+      for (int i = 0; i < MB; ++i) acc[i][r] = I::fmadd(I::loadu(q[i] + d), k, acc[i][r]);
+    }
+  if (d < H)
+    for (int r = R0; r < R1; ++r) {
+      const V k = I::load_half(E{}, K + r * ldk, d);
+      for (int i = 0; i < MB; ++i) acc[i][r] = I::fmadd(I::loadu_half(q[i] + d), k, acc[i][r]);
+    }
+}
+
 // Keys [R0, R0 + 2) of a tile, read together along H with two accumulators per (row, key) -- 4 MB
 // independent chains, enough to cover the FMA latency -- then the next pair. Decoding reads the cache
 // from DRAM, where two row streams at a time stream ~25% faster than R interleaved ones (T=4096 fp32:
@@ -35,16 +53,7 @@ inline void qk_row_group(size_t H, const float* const* q, const uint8_t* K, size
       }
     }
   }
-  for (; d + I::W <= H; d += I::W)
-    for (int r = R0; r < R1; ++r) {
-      const V k = I::load(E{}, K + r * ldk, d);
-      for (int i = 0; i < MB; ++i) acc[i][r] = I::fmadd(I::loadu(q[i] + d), k, acc[i][r]);
-    }
-  if (d < H)  // only for W = 16: an 8-element tail
-    for (int r = R0; r < R1; ++r) {
-      const V k = I::load_half(E{}, K + r * ldk, d);
-      for (int i = 0; i < MB; ++i) acc[i][r] = I::fmadd(I::loadu_half(q[i] + d), k, acc[i][r]);
-    }
+  qk_steps<I, E, MB, R, R0, R1>(H, d, q, K, ldk, acc);
   for (int r = R0; r < R1; ++r)
     for (int i = 0; i < MB; ++i) acc[i][r] = I::add(acc[i][r], odd[i][r - R0]);
   if constexpr (R1 < R) qk_row_group<I, E, MB, R, R1>(H, q, K, ldk, acc);
@@ -60,17 +69,7 @@ inline void qk_tile(size_t H, const float* const* q, const uint8_t* K, size_t ld
     for (int r = 0; r < R; ++r) acc[i][r] = I::zero();
   if constexpr (std::is_same<E, S8>::value) {
     // int8 (AVX2 and AVX512 without VNNI) is bound by its conversion, not by memory: all R rows per step.
-    size_t d = 0;
-    for (; d + I::W <= H; d += I::W)
-      for (int r = 0; r < R; ++r) {
-        const V k = I::load(E{}, K + r * ldk, d);
-        for (int i = 0; i < MB; ++i) acc[i][r] = I::fmadd(I::loadu(q[i] + d), k, acc[i][r]);
-      }
-    if (d < H)  // only for W = 16: an 8-element tail
-      for (int r = 0; r < R; ++r) {
-        const V k = I::load_half(E{}, K + r * ldk, d);
-        for (int i = 0; i < MB; ++i) acc[i][r] = I::fmadd(I::loadu_half(q[i] + d), k, acc[i][r]);
-      }
+    qk_steps<I, E, MB, R, 0, R>(H, 0, q, K, ldk, acc);
   } else {
     qk_row_group<I, E, MB, R, 0>(H, q, K, ldk, acc);
   }
