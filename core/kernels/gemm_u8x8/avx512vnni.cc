@@ -4,6 +4,8 @@
 #include <immintrin.h>
 
 #include "gemm_u8x8/gemm_u8x8_impl.h"
+#include "unroll.h"
+#include "x86_vnni.h"
 
 namespace attnkit {
 namespace {
@@ -77,23 +79,23 @@ void micro_rows(const uint8_t* const* rows, size_t kgroups, const int8_t* strip,
                 const Dot4Epilogue<kNr>* ep = nullptr, const int32_t* rowsum = nullptr, int32_t* C = nullptr,
                 size_t ldc = 0) {
   __m512i acc[R][4];
-  for (size_t r = 0; r < R; ++r)
-    for (size_t j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_si512();
+  ATTNKIT_UNROLL for (size_t r = 0; r < R; ++r)
+    ATTNKIT_UNROLL for (size_t j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_si512();
   for (size_t g = 0; g < kgroups; ++g) {
     const int8_t* b = strip + g * 256;
     const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
     const __m512i b2 = _mm512_loadu_si512(b + 128), b3 = _mm512_loadu_si512(b + 192);
-    for (size_t r = 0; r < R; ++r) {
+    ATTNKIT_UNROLL for (size_t r = 0; r < R; ++r) {
       int32_t quad;
       std::memcpy(&quad, rows[r] + 4 * g, sizeof(quad));
       const __m512i a = _mm512_set1_epi32(quad);
-      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], a, b0);
-      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], a, b1);
-      acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], a, b2);
-      acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], a, b3);
+      dpbusd_into(acc[r][0], a, b0);
+      dpbusd_into(acc[r][1], a, b1);
+      dpbusd_into(acc[r][2], a, b2);
+      dpbusd_into(acc[r][3], a, b3);
     }
   }
-  for (size_t r = 0; r < R; ++r) {
+  ATTNKIT_UNROLL for (size_t r = 0; r < R; ++r) {
     if (!ep) {
       store_in_column_order(tile + r * kNr, acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
       continue;
@@ -102,7 +104,7 @@ void micro_rows(const uint8_t* const* rows, size_t kgroups, const int8_t* strip,
     to_column_order(acc[r][0], acc[r][1], acc[r][2], acc[r][3], y);
     const __m512i rs = _mm512_set1_epi32(rowsum[r]);
     int32_t* dst = C + r * ldc;
-    for (size_t i = 0; i < 4; ++i) {
+    ATTNKIT_UNROLL for (size_t i = 0; i < 4; ++i) {
       const __m512i zp_neg = _mm512_load_si512(ep->zp_neg + 16 * i);
       const __m512i fixed = _mm512_add_epi32(_mm512_add_epi32(y[i], _mm512_mullo_epi32(zp_neg, rs)),
                                              _mm512_load_si512(ep->col_term + 16 * i));

@@ -11,12 +11,16 @@
 #include "qk_gemm/x86_gemm_impl.h"
 #include "qk_gemm/x86_limbs_impl.h"
 #include "qk_gemm/x86_traits_avx512.h"
+#include "x86_vnni.h"
 
 namespace attnkit {
 namespace {
 
 struct Avx512Vnni : Avx512 {
-  static Vi dot(Vi acc, Vi a, Vi b) { return _mm512_dpwssd_epi32(acc, a, b); }
+  static Vi dot(Vi acc, Vi a, Vi b) {
+    dpwssd_into(acc, a, b);
+    return acc;
+  }
 };
 
 constexpr size_t kChunk = 64;  // bytes per vpdpbusd step

@@ -10,6 +10,7 @@
 
 #include "qk_gemm/cache_elem.h"
 #include "qk_gemm/qk_gemm.h"
+#include "unroll.h"
 
 namespace attnkit {
 namespace {

@@ -19,13 +19,13 @@ struct X86Limbs {
   static void s8_step(const LimbRow* q, const uint8_t* K, size_t ldk, size_t d, Load load, Vi (&ah)[MB][R],
                       Vi (&al)[MB][R]) {
     Vi qh[MB], ql[MB];
-    for (int i = 0; i < MB; ++i) {
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
       qh[i] = I::loadi(q[i].hi + d);
       ql[i] = I::loadi(q[i].lo + d);
     }
-    for (int r = 0; r < R; ++r) {
+    ATTNKIT_UNROLL for (int r = 0; r < R; ++r) {
       const Vi k = load(K + r * ldk + d);
-      for (int i = 0; i < MB; ++i) {
+      ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
         ah[i][r] = I::dot(ah[i][r], k, qh[i]);
         al[i][r] = I::dot(al[i][r], k, ql[i]);
       }
@@ -35,17 +35,17 @@ struct X86Limbs {
   template <int MB, int R, bool S4>
   static void tile(size_t H, const LimbRow* q, const uint8_t* K, size_t ldk, float* const* c) {
     Vi ah[MB][R], al[MB][R];
-    for (int i = 0; i < MB; ++i)
-      for (int r = 0; r < R; ++r) ah[i][r] = al[i][r] = I::zeroi();
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i)
+      ATTNKIT_UNROLL for (int r = 0; r < R; ++r) ah[i][r] = al[i][r] = I::zeroi();
     // Whole vectors, then one zero-filled partial step (the query limbs are zero there too).
     if constexpr (S4) {
       const size_t bytes = H / 2;
       for (size_t b = 0; b < bytes; b += kStep) {
         const size_t n = b + kStep <= bytes ? kStep : bytes - b;
-        for (int r = 0; r < R; ++r) {
+        ATTNKIT_UNROLL for (int r = 0; r < R; ++r) {
           const Vi x = n == kStep ? I::widen_u8(K + r * ldk + b) : I::widen_u8(K + r * ldk + b, n);
           const Vi even = I::low_nibbles(x), odd = I::high_nibbles(x);
-          for (int i = 0; i < MB; ++i) {
+          ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
             ah[i][r] = I::dot(I::dot(ah[i][r], even, I::loadi(q[i].hi + b)), odd, I::loadi(q[i].hi + q[i].odd + b));
             al[i][r] = I::dot(I::dot(al[i][r], even, I::loadi(q[i].lo + b)), odd, I::loadi(q[i].lo + q[i].odd + b));
           }
@@ -56,14 +56,14 @@ struct X86Limbs {
       for (; d + kStep <= H; d += kStep) s8_step(q, K, ldk, d, [](const uint8_t* p) { return I::widen_s8(p); }, ah, al);
       if (d < H) s8_step(q, K, ldk, d, [n = H - d](const uint8_t* p) { return I::widen_s8(p, n); }, ah, al);
     }
-    for (int i = 0; i < MB; ++i) {
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
       // combine_limbs' formula lane-wise: the same roundings, so the same bits as the scalar kernel.
       const __m256i off_hi = _mm256_set1_epi32(S4 ? 8 * q[i].sum_hi : 0);
       const __m256i off_lo = _mm256_set1_epi32(S4 ? 8 * q[i].sum_lo : 0);
       if constexpr (R <= 4) {
         // One reduction: hi sums land in lanes 0-3, lo sums in lanes 4-7.
         Vi p[8];
-        for (int r = 0; r < 4; ++r) {
+        ATTNKIT_UNROLL for (int r = 0; r < 4; ++r) {
           p[r] = r < R ? ah[i][r] : I::zeroi();
           p[4 + r] = r < R ? al[i][r] : I::zeroi();
         }
@@ -76,11 +76,11 @@ struct X86Limbs {
         } else {
           alignas(16) float o[4];
           _mm_store_ps(o, out);
-          for (int r = 0; r < R; ++r) c[i][r] = o[r];
+          ATTNKIT_UNROLL for (int r = 0; r < R; ++r) c[i][r] = o[r];
         }
       } else {
         Vi ph[8], pl[8];
-        for (int r = 0; r < 8; ++r) {
+        ATTNKIT_UNROLL for (int r = 0; r < 8; ++r) {
           ph[r] = r < R ? ah[i][r] : I::zeroi();
           pl[r] = r < R ? al[i][r] : I::zeroi();
         }
@@ -93,7 +93,7 @@ struct X86Limbs {
         } else {
           alignas(32) float o[8];
           _mm256_store_ps(o, out);
-          for (int r = 0; r < R; ++r) c[i][r] = o[r];
+          ATTNKIT_UNROLL for (int r = 0; r < R; ++r) c[i][r] = o[r];
         }
       }
     }

@@ -1,0 +1,28 @@
+// attnkit: in-place VNNI multiply-accumulates for the x86 kernel files that have VNNI enabled.
+// GCC 12 compiles acc = _mm512_dpbusd_epi32(acc, a, b) in a register tile into a fresh destination
+// plus a copy back (24 zmm copies per 16 vpdpbusd in the 4x4 projection tile); binding the
+// accumulator as an in-out asm operand keeps each one in its register.
+#pragma once
+#include <immintrin.h>
+
+namespace attnkit {
+namespace {
+
+inline void dpbusd_into(__m512i& acc, __m512i u8, __m512i s8) {
+#if defined(__GNUC__) && !defined(__clang__)
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "vm"(s8));
+#else
+  acc = _mm512_dpbusd_epi32(acc, u8, s8);
+#endif
+}
+
+inline void dpwssd_into(__m512i& acc, __m512i a, __m512i b) {
+#if defined(__GNUC__) && !defined(__clang__)
+  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "vm"(b));
+#else
+  acc = _mm512_dpwssd_epi32(acc, a, b);
+#endif
+}
+
+}  // namespace
+}  // namespace attnkit
