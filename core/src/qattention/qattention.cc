@@ -189,6 +189,7 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
     q = qg;
     ldq = Hp;
     o = cursor;
+    cursor += rows * Hp;
     ldo = Hp;
   }
 
@@ -201,6 +202,9 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
   }
   const float filter = p.attrs.mask_filter_value;
   const float lowest = std::numeric_limits<float>::lowest();
+  // Each row's 1/sum scales its H outputs after the SV product instead of its T probabilities before.
+  float* inv_sums = cursor;
+  cursor += rows;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = i0 + r;
     float* row = scores + r * T;
@@ -213,14 +217,12 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
       for (int64_t j = P + i + 1; j < T; ++j) row[j] = lowest;
     }
     const float max = kt.softmax.reduce_max(row, T);
-    const float sum = kt.softmax.exp_sum(row, T, max);
-    kt.softmax.scale(row, T, 1.0f / sum);
+    inv_sums[r] = 1.0f / kt.softmax.exp_sum(row, T, max);  // the row's max contributes exp(0) = 1
   }
   kt.sv.f32(rows, T, Hp, scores, T, v, ld * sizeof(float), o, ldo, false);
-  if (!direct) {
-    for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(output + static_cast<size_t>(b * S + i0 + r) * D + n * H, o + r * Hp, row_bytes);
-    }
+  for (int64_t r = 0; r < rows; ++r) {
+    kt.softmax.scale(o + r * ldo, static_cast<size_t>(H), inv_sums[r]);
+    if (!direct) std::memcpy(output + static_cast<size_t>(b * S + i0 + r) * D + n * H, o + r * Hp, row_bytes);
   }
 }
 
@@ -251,7 +253,7 @@ QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable
   lay.query_block = p.past == 0 ? std::min(S, kQAttentionQueryBlock) : S;
   const size_t rows = lay.query_block;
   const size_t panel_floats = (T + kQkPanelKeys - 1) / kQkPanelKeys * kQkPanelKeys * Hp;
-  lay.attention_floats = rows * T + panel_floats + 2 * T * Hp + 2 * rows * Hp;
+  lay.attention_floats = rows * T + panel_floats + 2 * T * Hp + 2 * rows * Hp + rows;
   // Shared per-head panels: no past, K read in place (head_size a multiple of 8), blocks that use panels.
   const bool shared = p.past == 0 && static_cast<size_t>(p.head_size) == Hp && S >= kQAttentionPackedMinRows;
   lay.shared_panel_floats = shared ? panel_floats : 0;
