@@ -225,19 +225,28 @@ inline void qk_packed_tile(size_t H, const float* Q, size_t ldq, const float* pa
     }
 }
 
+// A block's last keys: nv = ceil(keys / W) vectors, so no vector reads a panel past the last one.
+template <class I, int MR, int NV>
+inline void qk_packed_tail(int nv, size_t H, const float* Q, size_t ldq, const float* panel0, float alpha,
+                           float* C, size_t ldc, size_t keys) {
+  if constexpr (NV >= 1) {
+    if (nv == NV) return qk_packed_tile<I, MR, NV>(H, Q, ldq, panel0, alpha, C, ldc, keys);
+    qk_packed_tail<I, MR, NV - 1>(nv, H, Q, ldq, panel0, alpha, C, ldc, keys);
+  }
+}
+
 template <class I, int MR>
 void qk_packed_rows(size_t N, size_t H, const float* Q, size_t ldq, const float* panels, float alpha,
                     float* C, size_t ldc) {
   constexpr size_t kBlockKeys = I::kPackedVecs * I::W;
-  size_t j = 0;
-  for (; j < N; j += kBlockKeys) {
+  for (size_t j = 0; j < N; j += kBlockKeys) {
     const size_t keys = std::min(kBlockKeys, N - j);
     const float* panel0 = panels + (j / kQkPanelKeys) * H * kQkPanelKeys;
-    // A block must not read a panel past the last one: fewer vectors when the tail is short.
-    if (keys > kBlockKeys - kQkPanelKeys || kBlockKeys == kQkPanelKeys)
+    if (keys == kBlockKeys)
       qk_packed_tile<I, MR, I::kPackedVecs>(H, Q, ldq, panel0, alpha, C + j, ldc, keys);
     else
-      qk_packed_tile<I, MR, kQkPanelKeys / I::W>(H, Q, ldq, panel0, alpha, C + j, ldc, keys);
+      qk_packed_tail<I, MR, I::kPackedVecs>(static_cast<int>((keys + I::W - 1) / I::W), H, Q, ldq, panel0, alpha,
+                                            C + j, ldc, keys);
   }
 }
 

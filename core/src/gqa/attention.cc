@@ -214,7 +214,7 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
 }
 
 // Flash rows are processed in segments of this many: a multiple of the x86 packed/SV micro-kernels'
-// row tiles (12 on AVX512, 6 on AVX2). Each segment multiplies only the keys one of its rows sees, so
+// row tiles (6 rows on AVX512 and AVX2). Each segment multiplies only the keys one of its rows sees, so
 // on the causal diagonal (and at a window's start) the masked corners are skipped, not computed.
 constexpr int64_t kRowSegment = 12;
 
