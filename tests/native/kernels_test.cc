@@ -512,6 +512,25 @@ TEST(KernelSoftmax, ExpPolyUnderTwoUlp) {
   EXPECT_EQ(1.0f, exp_poly::exp(0.0f));
 }
 
+// A NaN score stays NaN through exp_sum on every ISA (the vector path lets it ride through the
+// arithmetic instead of selecting it back), and its neighbours keep their values.
+TEST(KernelSoftmax, ExpSumKeepsNaN) {
+  for (const KernelTable* t : tables()) {
+    for (size_t at : {0, 5, 17, 63}) {
+      std::vector<float> x(64, -1.0f);
+      x[at] = std::numeric_limits<float>::quiet_NaN();
+      const float sum = t->softmax.exp_sum(x.data(), x.size(), 0.0f);
+      EXPECT_TRUE(std::isnan(sum)) << t->isa;
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (i == at)
+          EXPECT_TRUE(std::isnan(x[i])) << t->isa << " at " << at;
+        else
+          EXPECT_EQ(float_bits(exp_poly::exp(-1.0f)), float_bits(x[i])) << t->isa << " i=" << i;
+      }
+    }
+  }
+}
+
 // Every ISA mirrors exp_poly's operation sequence, so element values are identical to scalar; the
 // sum is an fp32 reduction of n non-negative terms: within (n+1) * u * sum of the reference. Each
 // element also carries the rounding of x - max (relative u*|x - max| after exp) and exp's 2 ulp.

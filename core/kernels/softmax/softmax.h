@@ -9,6 +9,7 @@ struct SoftmaxKernels {
   // max over x[0, n); n >= 1.
   float (*reduce_max)(const float* x, size_t n);
   // x[i] = exp(x[i] - max) for i < n; returns the fp32 sum of the new values (n may be 0).
+  // max >= every x[i] (the row's max, or more with a head sink); a NaN x[i] gives NaN.
   float (*exp_sum)(float* x, size_t n, float max);
   // x[i] *= s.
   void (*scale)(float* x, size_t n, float s);

@@ -18,15 +18,17 @@ inline void for_each_lane_group(std::index_sequence<I...>, F&& f) {
 }
 
 // exp of N vectors in lockstep: each step is issued for all N before the next, so N independent
-// chains of ~25 dependent ops overlap (one chain at a time leaves the FP pipes waiting on latency:
-// 2x slower on Zen 5). The steps are exp_poly::exp's, in its order, per vector.
-template <class T, size_t N>
+// chains of ~25 dependent ops overlap (one chain at a time leaves the FP pipes waiting on latency).
+// The steps are exp_poly::exp's, in its order, per vector. kAtMostZero: every input is <= 0 or NaN
+// (softmax's x - max), so the clamp at kHigh is a no-op and NaN can ride through the arithmetic: one
+// unordered compare replaces the clamp, the range compare and the NaN select, with the same results.
+template <class T, bool kAtMostZero = false, size_t N>
 inline void exp_vecs(typename T::V (&x)[N]) {
   using V = typename T::V;
   namespace ep = exp_poly;
   const auto each = [](auto&& f) { for_each_lane_group(std::make_index_sequence<N>{}, f); };
   V xc[N], n[N], r[N], r2[N], p[N];
-  each([&](size_t i) { xc[i] = T::min(x[i], T::set1(ep::kHigh)); });
+  each([&](size_t i) { xc[i] = kAtMostZero ? x[i] : T::min(x[i], T::set1(ep::kHigh)); });
   each([&](size_t i) { n[i] = T::round_even(T::mul(xc[i], T::set1(ep::kLog2e))); });
   each([&](size_t i) { r[i] = T::sub(xc[i], T::mul(n[i], T::set1(ep::kLn2Hi))); });
   each([&](size_t i) { r[i] = T::sub(r[i], T::mul(n[i], T::set1(ep::kLn2Lo))); });
@@ -39,8 +41,12 @@ inline void exp_vecs(typename T::V (&x)[N]) {
   each([&](size_t i) { p[i] = T::add(T::add(T::mul(p[i], r2[i]), r[i]), T::set1(1.0f)); });
   // Out of range: 0 below kLow (and for -inf), NaN stays NaN.
   each([&](size_t i) {
-    const V y = T::zero_unless(T::ge(x[i], T::set1(ep::kLow)), T::mul(p[i], T::pow2_of_int_valued(n[i])));
-    x[i] = T::select(T::is_nan(x[i]), x[i], y);
+    const V y = T::mul(p[i], T::pow2_of_int_valued(n[i]));
+    if constexpr (kAtMostZero) {
+      x[i] = T::zero_unless(T::not_lt(x[i], T::set1(ep::kLow)), y);  // NaN: y is NaN
+    } else {
+      x[i] = T::select(T::is_nan(x[i]), x[i], T::zero_unless(T::ge(x[i], T::set1(ep::kLow)), y));
+    }
   });
 }
 
@@ -91,7 +97,7 @@ float exp_sum_simd(float* x, size_t n, float max) {
   for (; i + kGroup * T::W <= n; i += kGroup * T::W) {
     V e[kGroup];
     for (size_t g = 0; g < kGroup; ++g) e[g] = T::sub(T::load(x + i + g * T::W), mv);
-    exp_vecs<T>(e);
+    exp_vecs<T, true>(e);
     for (size_t g = 0; g < kGroup; ++g) {
       T::store(x + i + g * T::W, e[g]);
       s[g] = T::add(s[g], e[g]);

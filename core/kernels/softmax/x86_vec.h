@@ -28,6 +28,7 @@ struct Vec256 {
   static V round_even(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static M ge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
   static M lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+  static M not_lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_NLT_UQ); }  // true for NaN
   static M is_nan(V a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
   static V select(M m, V a, V b) { return _mm256_blendv_ps(b, a, m); }  // m ? a : b
   static V zero_unless(M m, V a) { return _mm256_and_ps(m, a); }
@@ -72,6 +73,7 @@ struct Vec512 {
   static V round_even(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static M ge(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
   static M lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+  static M not_lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_NLT_UQ); }  // true for NaN
   static M is_nan(V a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
   static V select(M m, V a, V b) { return _mm512_mask_blend_ps(m, b, a); }
   static V zero_unless(M m, V a) { return _mm512_maskz_mov_ps(m, a); }
