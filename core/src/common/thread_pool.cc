@@ -48,6 +48,8 @@ bool spin_until(Ready ready) {
   return ready();
 }
 
+constexpr uint64_t kClosed = 0xffffffffu;  // the next-task field of a region being replaced
+
 // Tasks are claimed with one atomic word holding (region, next task): a worker that wakes late, after
 // every task of its region is done, claims nothing, and the caller never waits for it — on a shared host
 // a descheduled worker would otherwise stall every parallel region by a whole time slice.
@@ -79,11 +81,15 @@ class ThreadPool {
     uint64_t region;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      region = (state_.load() >> 32) + 1;
+      // Close the previous region before its fields change: a worker still leaving it may hold a stale
+      // (region, next task) snapshot, and with the new task count that claim would otherwise succeed
+      // and run a task twice or push completed_ past the count, so the caller waited forever.
+      state_.store(((region - 1) << 32) | kClosed, std::memory_order_release);
       fn_.store(&fn, std::memory_order_relaxed);
-      tasks_.store(tasks, std::memory_order_relaxed);
+      tasks_.store(tasks, std::memory_order_release);  // a worker that reads it has seen the close
       active_workers_.store(threads - 1, std::memory_order_relaxed);
       completed_.store(0, std::memory_order_relaxed);
-      region = (state_.load() >> 32) + 1;
       state_.store(region << 32, std::memory_order_release);  // publishes the fields above
     }
     wake_.notify_all();
@@ -123,11 +129,12 @@ class ThreadPool {
     for (;;) {
       uint64_t s = state_.load(std::memory_order_acquire);
       if ((s >> 32) != region) break;
-      const size_t task = static_cast<size_t>(s & 0xffffffffu);
-      const size_t tasks = tasks_.load(std::memory_order_relaxed);
+      const size_t task = static_cast<size_t>(s & kClosed);
+      const size_t tasks = tasks_.load(std::memory_order_acquire);
       if (task >= tasks) break;
-      // The claim succeeds only while `region` is current, and a region cannot end before its claimed
-      // tasks complete: fn_ and tasks_ stay those of `region` until this task is done.
+      // The claim succeeds only while `region` is current and open. If tasks_ above was already the next
+      // region's, the close that preceded it makes this exchange fail; otherwise it was this region's
+      // count, and a region cannot end before its claimed tasks complete, so fn_ stays this region's.
       if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) continue;
       (*fn_.load(std::memory_order_relaxed))(task, worker);
       if (completed_.fetch_add(1, std::memory_order_acq_rel) + 1 == tasks) {
@@ -171,7 +178,7 @@ void stop_thread_pool() { ThreadPool::instance().stop(); }
 
 void parallel_for(size_t tasks, int threads, const std::function<void(size_t, int)>& fn) {
   threads = std::min<int>(resolve_threads(threads), static_cast<int>(std::max<size_t>(tasks, 1)));
-  if (threads <= 1 || t_inside_task || tasks > 0xffffffffu) {
+  if (threads <= 1 || t_inside_task || tasks >= kClosed) {
     for (size_t t = 0; t < tasks; ++t) fn(t, 0);
     return;
   }

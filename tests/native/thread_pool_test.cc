@@ -1,0 +1,69 @@
+// attnkit: the thread pool under stress. Many short parallel regions back to back, with task counts
+// that change from region to region, are where a worker still leaving one region meets the caller
+// preparing the next: every task must run exactly once, and no region may hang.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/thread_pool.h"
+
+namespace attnkit {
+namespace {
+
+// Aborts the process (with a message) if the scope is not left within the limit: a hang must fail
+// the suite, not stall it.
+class Watchdog {
+ public:
+  explicit Watchdog(std::chrono::seconds limit)
+      : thread_([this, limit] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
+            std::fprintf(stderr, "thread pool test: a parallel region hung\n");
+            std::abort();
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+TEST(ThreadPool, ShortRegionsOfChangingSizeRunEachTaskOnce) {
+  Watchdog watchdog(std::chrono::seconds(60));
+  constexpr size_t kMaxTasks = 9;
+  constexpr int kRegions = 50000;
+  std::vector<std::atomic<int>> runs(kMaxTasks);
+  for (int region = 0; region < kRegions; ++region) {
+    // 1, 2, then up to 9 tasks: a region that ends with few tasks is followed by one with more.
+    const size_t tasks = 1 + static_cast<size_t>(region * 7 % kMaxTasks);
+    for (auto& r : runs) r.store(0, std::memory_order_relaxed);
+    parallel_for(tasks, 2 + region % 2, [&](size_t task, int) {
+      // A few hundred nanoseconds of work, so the workers take part instead of the caller doing it all.
+      for (volatile int spin = 0; spin < static_cast<int>(50 * (task + region % 3)); spin = spin + 1) {
+      }
+      runs[task].fetch_add(1, std::memory_order_relaxed);
+    });
+    for (size_t t = 0; t < kMaxTasks; ++t)
+      ASSERT_EQ(runs[t].load(), t < tasks ? 1 : 0) << "region " << region << " task " << t << " of " << tasks;
+  }
+}
+
+}  // namespace
+}  // namespace attnkit
