@@ -70,6 +70,11 @@ export function qattentionCase(S, past) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
+// onnxruntime-node's pool threads keep spinning for some tens of ms after session.run returns. A 2-thread
+// attnkit run started at once shared its second core with them in 3 of 8 trials and took 1.7-1.9 ms instead
+// of 0.95 ms (QAttention S=128); after a 100 ms pause, 8 of 8 runs were undisturbed.
+const ORT_SPIN_PAUSE_MS = 200;
+
 // Runs each case on attnkit native (the CLI's `bench`) and onnxruntime-node at every thread count, side by side,
 // and prints the times and ORT / attnkit ratios. The host is shared and its load comes in bursts, so the two
 // alternate in `rounds` rounds of `iters` calls each; a row shows the median over rounds of each side's median
@@ -91,6 +96,7 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
         let ortMs = NaN;
         try {
           ortMs = (await runOrt(c, { backend: 'node', threads, repeat: iters })).timeMs;
+          await new Promise((resolve) => setTimeout(resolve, ORT_SPIN_PAUSE_MS));
         } catch (err) {
           process.stderr.write(`  ORT failed: ${err.message.split('\n')[0]}\n`);
           break;
