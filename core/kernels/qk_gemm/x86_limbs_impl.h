@@ -76,7 +76,7 @@ struct X86Limbs {
         } else {
           alignas(16) float o[4];
           _mm_store_ps(o, out);
-          ATTNKIT_UNROLL for (int r = 0; r < R; ++r) c[i][r] = o[r];
+          for (int r = 0; r < R; ++r) c[i][r] = o[r];
         }
       } else {
         Vi ph[8], pl[8];
@@ -93,7 +93,7 @@ struct X86Limbs {
         } else {
           alignas(32) float o[8];
           _mm256_store_ps(o, out);
-          ATTNKIT_UNROLL for (int r = 0; r < R; ++r) c[i][r] = o[r];
+          for (int r = 0; r < R; ++r) c[i][r] = o[r];
         }
       }
     }

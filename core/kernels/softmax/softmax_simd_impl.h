@@ -13,7 +13,7 @@ namespace {
 
 // Calls f(0), ..., f(N-1) in order, unrolled.
 template <size_t... I, class F>
-inline void for_each_lane_group(std::index_sequence<I...>, F&& f) {
+inline void for_each_index(std::index_sequence<I...>, F&& f) {
   (f(I), ...);
 }
 
@@ -26,7 +26,7 @@ template <class T, bool kAtMostZero = false, size_t N>
 inline void exp_vecs(typename T::V (&x)[N]) {
   using V = typename T::V;
   namespace ep = exp_poly;
-  const auto each = [](auto&& f) { for_each_lane_group(std::make_index_sequence<N>{}, f); };
+  const auto each = [](auto&& f) { for_each_index(std::make_index_sequence<N>{}, f); };
   V xc[N], n[N], r[N], r2[N], p[N];
   each([&](size_t i) { xc[i] = kAtMostZero ? x[i] : T::min(x[i], T::set1(ep::kHigh)); });
   each([&](size_t i) { n[i] = T::round_even(T::mul(xc[i], T::set1(ep::kLog2e))); });
