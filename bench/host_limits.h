@@ -44,6 +44,43 @@ __attribute__((target("avx2,fma"), noinline)) inline float fma_loop_avx2(long it
 }
 #endif
 
+// The int8 projection's instruction mixes on AVX2 (no VNNI), 12 independent accumulators each:
+//  exact:      vpmaddwd (16 int16 products, paired into int32) then vpaddd into the accumulator;
+//  saturating: vpmaddubsw (32 u8 x s8 products, paired into int16, saturating) then vpmaddwd by ones
+//              and vpaddd, the form of a u8 x s8 GEMM that accepts maddubs' int16 saturation.
+// Written in asm so the loop is exactly these instructions. Returns iters * 12 groups' worth of work.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ATTNKIT_MADD_GROUP(c) \
+  asm volatile("vpmaddwd %1, %2, %%ymm15\n\tvpaddd %%ymm15, %0, %0" : "+x"(c) : "x"(b), "x"(a) : "xmm15");
+#define ATTNKIT_MADDUBS_GROUP(c)                                                                 \
+  asm volatile("vpmaddubsw %1, %2, %%ymm15\n\tvpmaddwd %%ymm15, %3, %%ymm15\n\tvpaddd %%ymm15, %0, %0" \
+               : "+x"(c) : "x"(b), "x"(a), "x"(ones) : "xmm15");
+template <bool kSaturating>
+__attribute__((target("avx2"), noinline)) inline int int8_mix_loop_avx2(long iters) {
+  const __m256i a = _mm256_set1_epi16(3), b = _mm256_set1_epi16(5), ones = _mm256_set1_epi16(1);
+  __m256i c0 = a, c1 = a, c2 = a, c3 = a, c4 = a, c5 = a, c6 = a, c7 = a, c8 = a, c9 = a, c10 = a, c11 = a;
+  for (long it = 0; it < iters; ++it) {
+    if (kSaturating) {
+      ATTNKIT_MADDUBS_GROUP(c0) ATTNKIT_MADDUBS_GROUP(c1) ATTNKIT_MADDUBS_GROUP(c2) ATTNKIT_MADDUBS_GROUP(c3)
+      ATTNKIT_MADDUBS_GROUP(c4) ATTNKIT_MADDUBS_GROUP(c5) ATTNKIT_MADDUBS_GROUP(c6) ATTNKIT_MADDUBS_GROUP(c7)
+      ATTNKIT_MADDUBS_GROUP(c8) ATTNKIT_MADDUBS_GROUP(c9) ATTNKIT_MADDUBS_GROUP(c10) ATTNKIT_MADDUBS_GROUP(c11)
+    } else {
+      ATTNKIT_MADD_GROUP(c0) ATTNKIT_MADD_GROUP(c1) ATTNKIT_MADD_GROUP(c2) ATTNKIT_MADD_GROUP(c3)
+      ATTNKIT_MADD_GROUP(c4) ATTNKIT_MADD_GROUP(c5) ATTNKIT_MADD_GROUP(c6) ATTNKIT_MADD_GROUP(c7)
+      ATTNKIT_MADD_GROUP(c8) ATTNKIT_MADD_GROUP(c9) ATTNKIT_MADD_GROUP(c10) ATTNKIT_MADD_GROUP(c11)
+    }
+  }
+#undef ATTNKIT_MADD_GROUP
+#undef ATTNKIT_MADDUBS_GROUP
+  const __m256i s = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3)),
+                                     _mm256_add_epi32(_mm256_add_epi32(c4, c5), _mm256_add_epi32(c6, c7)));
+  return _mm256_extract_epi32(_mm256_add_epi32(s, _mm256_add_epi32(_mm256_add_epi32(c8, c9), c10)), 0) +
+         _mm256_extract_epi32(c11, 0);
+}
+// Multiply-accumulates per group: 16 exact (madd), 32 saturating (maddubs).
+constexpr double kInt8MixMacs[2] = {16.0, 32.0};
+#endif
+
 // Sums a buffer with 16 independent lanes (vectorized): one read pass.
 #if defined(__x86_64__)
 __attribute__((target("avx2")))

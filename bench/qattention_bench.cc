@@ -1,6 +1,7 @@
 // attnkit benches: QAttention end to end for the shapes — B=1, D=768, N=12, u8 x s8 per-column —
 // prefill S in {128, 512} and a decode step S=1 with P=511, at 1 and 2 threads; plus the projection kernel
-// alone per variant (GOP/s), to see how much of the op is the int8 GEMM. ORT is timed by
+// alone per variant (GOP/s), to see how much of the op is the int8 GEMM, and the AVX2 instruction mixes'
+// ceilings. ORT is timed by
 // bench/js/qattention_ort.mjs in the same run.
 #include <benchmark/benchmark.h>
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "attnkit/qattention.h"
+#include "host_limits.h"
 #include "qattention/gemm_variants.h"
 
 namespace attnkit {
@@ -110,6 +112,29 @@ void BM_GemmU8X8(benchmark::State& state) {
 }
 BENCHMARK(BM_GemmU8X8)->ArgNames({"variant", "S"})->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {128}})
     ->Unit(benchmark::kMicrosecond);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The AVX2 projection's ceiling on this core: GOP/s (2 per multiply-accumulate, as BM_GemmU8X8) of the exact madd + add mix the avx2-madd16 kernel
+// runs, next to the saturating maddubs mix (inexact for u8 x s8, so attnkit cannot use it; shown because a
+// peer that accepts the saturation runs it). arg: 1 = saturating.
+void BM_Int8MixPeak(benchmark::State& state) {
+  const bool saturating = state.range(0) != 0;
+  long iters = 1000;
+  benchmark::DoNotOptimize(iters);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(saturating ? bench::int8_mix_loop_avx2<true>(iters) : bench::int8_mix_loop_avx2<false>(iters));
+  state.SetLabel(saturating ? "maddubs+madd+add (saturating)" : "madd+add (exact)");
+  state.counters["GOPs"] = benchmark::Counter(2000.0 * 12 * bench::kInt8MixMacs[saturating],
+                                               benchmark::Counter::kIsIterationInvariantRate,
+                                               benchmark::Counter::kIs1000);
+}
+const int int8_mix_registered = [] {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2"))
+    benchmark::RegisterBenchmark("BM_Int8MixPeak", BM_Int8MixPeak)->ArgName("saturating")->Arg(0)->Arg(1);
+  return 0;
+}();
+#endif
 
 }  // namespace
 }  // namespace attnkit
