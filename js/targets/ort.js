@@ -1,6 +1,7 @@
 // attnkit: the ONNX Runtime peer. Builds a single-node ModelProto (IR 10, opset 21 + com.microsoft 1) for a case with
 // onnx-proto and runs it on onnxruntime-node (CPU EP) or onnxruntime-web's wasm EP inside Node. ORT 1.30 oddities
 // handled here come from probing (/work/shared/notes/webgpu-and-peers.md): presents are always requested with past.
+import { readFileSync } from 'node:fs';
 import onnxProto from 'onnx-proto';
 import { materializeInputs, normalizeCase } from '../case.js';
 
@@ -172,6 +173,22 @@ function median(values) {
 // Runs a case on ORT. Returns { outputs: { name: { dtype, shape, data } }, timeMs } (timeMs: median of `repeat`
 // session.run calls after `warmup` untimed ones when repeat > 1; repeating stops early once the timed runs exceed
 // budgetMs, so slow targets on big cases keep `npm start` short), or throws with ORT's message.
+// onnxruntime-node's CPU EP multiplies u8 x s8 (QAttention, MatMulInteger) with vpmaddubsw on x86 CPUs without
+// VNNI, whose int16 pair sums saturate (255 * 127 * 2 > 32767): its outputs then differ from the exact product for
+// full-range weights (ORT's quantizer offers reduce_range, 7-bit weights, for such CPUs). With AVX512-VNNI or
+// AVX-VNNI, on Arm and in ORT web's wasm EP (int16 dot products) the product is exact. Linux x86 only; false elsewhere.
+export function ortNodeSaturatesU8S8() {
+  if (process.arch !== 'x64') return false;
+  let cpuinfo;
+  try {
+    cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
+  } catch {
+    return false;
+  }
+  const flags = new Set((cpuinfo.match(/^flags\s*:(.*)$/m)?.[1] ?? '').trim().split(/\s+/));
+  return flags.size > 0 && !flags.has('avx512_vnni') && !flags.has('avx_vnni');
+}
+
 export async function runOrt(caseObj, { backend = 'node', threads = 1, repeat = 1, warmup = 1, budgetMs = Infinity } = {}) {
   const c = normalizeCase(caseObj);
   const ort = await loadRuntime(backend, threads);
