@@ -68,6 +68,8 @@ async function runTarget(target, c, file, opts, reference) {
     row.status = 'DIVERGES';
     row.detail = [...cmp.missing.map((n) => `${n} missing`),
       ...Object.entries(cmp.outputs).filter(([, r]) => !r.ok).map(([n, r]) => `${n}: ${r.reason}`)].join('; ');
+    const note = target.divergenceNote?.(c);
+    if (note) row.detail = `${note}; ${row.detail}`;
   }
   return row;
 }

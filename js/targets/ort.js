@@ -228,6 +228,12 @@ function ortTarget(backend, id, label) {
         return `cannot load ${backend === 'node' ? 'onnxruntime-node' : 'onnxruntime-web'}: ${err.message}`;
       }
     },
+    // Why this target's output may diverge from the reference on this host (shown with a divergence), or null.
+    divergenceNote(caseObj) {
+      const c = normalizeCase(caseObj);
+      return backend === 'node' && c.op === 'QAttention' && c.inputs.weight?.dtype === 'int8' && ortNodeSaturatesU8S8()
+        ? "ORT's u8 x s8 product saturates on x86 without VNNI" : null;
+    },
     // Cases that ORT 1.30 cannot run say so in their "ort" field ("skip: reason").
     skipReason(caseObj) {
       return typeof caseObj.ort === 'string' && caseObj.ort.startsWith('skip') ? caseObj.ort.replace(/^skip:\s*/, '') : null;
