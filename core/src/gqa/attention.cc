@@ -269,7 +269,13 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
   for (int64_t j0 = c0; j0 < c1; j0 += Bc) {
     const int64_t n = std::min(Bc, c1 - j0);
     const uint8_t* k = tile.k + static_cast<size_t>(j0) * c.row_bytes;
-    if (packed) c.qk_pack(n, H, k, c.row_bytes, s.panels);
+    if (packed) {
+      // SV first reads the block's V rows a column tile at a time, a strided pattern the hardware
+      // prefetchers follow poorly from L3; ask for them into L2 now, while K is packed and scored.
+      const char* v = reinterpret_cast<const char*>(tile.v + static_cast<size_t>(j0) * c.row_bytes);
+      for (size_t at = 0; at < static_cast<size_t>(n) * c.row_bytes; at += 64) __builtin_prefetch(v + at, 0, 2);
+      c.qk_pack(n, H, k, c.row_bytes, s.panels);
+    }
     for (int64_t r0 = 0; r0 < M; r0 += kRowSegment) {
       const int64_t r1 = std::min(M, r0 + kRowSegment);
       // Keys [k0, k1) of the block that some row of the segment sees.
