@@ -194,6 +194,10 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
   }
 
   if (static_cast<size_t>(rows) >= kQAttentionPackedMinRows) {
+    // SV reads V a column tile at a time down all T rows, a strided pattern the hardware prefetchers follow
+    // poorly; ask for V in L2 now, while the scores are computed.
+    for (int64_t j = 0; j < T; ++j)
+      for (size_t at = 0; at < row_bytes; at += 64) __builtin_prefetch(reinterpret_cast<const char*>(v + j * ld) + at, 0, 2);
     // Prefill: the K panels are packed once (per head, or per block with past) and reused by every row.
     if (!shared_panels) kt.qk.pack_f32(T, Hp, k, ld * sizeof(float), panels);
     kt.qk.packed(rows, T, Hp, q, ldq, shared_panels ? shared_panels : panels, p.alpha, scores, T);
