@@ -32,7 +32,7 @@ struct QAttentionLayout {
   size_t gemm_workspace_bytes = 0;  // packed form: the whole shared buffer; else per worker
   size_t query_block = 0;           // query rows per attention task
   size_t attention_floats = 0;      // per worker: Q, K, V, O rows, the query_block x T scores, K panels
-  size_t shared_panel_floats = 0;   // per (batch, head): K panels packed once for all its row blocks, or 0
+  size_t shared_panel_floats = 0;   // per (batch, head): K panels packed once for all its row blocks and its V rows, or 0
   size_t peak_scratch_bytes = 0;    // projection buffer + the larger per-phase scratch
 };
 
