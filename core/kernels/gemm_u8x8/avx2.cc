@@ -37,8 +37,11 @@ inline void madd_pair_into(__m256i& acc0, __m256i& acc1, const int16_t* pair, __
 #endif
 }
 
-// tile[r][c] = sum over k pairs of (a_r pair) . (b_c pair); strip is [K/2][16][2] int16.
-void micro_madd16(const int16_t* const rows[kMaddRows], size_t kgroups, const int16_t* strip, int32_t* tile) {
+// tile[r][c] = sum over k pairs of (a_r pair) . (b_c pair); strip is [K/2][16][2] int16. With an
+// epilogue, the first mr rows go to C finished instead (dequantized: a float multiply, then a float add,
+// as the driver's store_row; the tile round trip cost about 5% of QAttention S=512).
+void micro_madd16(const int16_t* const rows[kMaddRows], size_t kgroups, const int16_t* strip, int32_t* tile,
+                  size_t mr = kMaddRows, const I16Epilogue<kNr>* ep = nullptr, int32_t* C = nullptr, size_t ldc = 0) {
   __m256i acc[kMaddRows][2];
   ATTNKIT_UNROLL
   for (size_t r = 0; r < kMaddRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
@@ -51,14 +54,42 @@ void micro_madd16(const int16_t* const rows[kMaddRows], size_t kgroups, const in
     ATTNKIT_UNROLL
     for (size_t r = 0; r < kMaddRows; ++r) madd_pair_into(acc[r][0], acc[r][1], row[r] + 2 * g, b0, b1);
   }
+  if (!ep) {
+    ATTNKIT_UNROLL
+    for (size_t r = 0; r < kMaddRows; ++r) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(tile + r * kNr), acc[r][0]);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(tile + r * kNr + 8), acc[r][1]);
+    }
+    return;
+  }
   ATTNKIT_UNROLL
   for (size_t r = 0; r < kMaddRows; ++r) {
-    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + r * kNr), acc[r][0]);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + r * kNr + 8), acc[r][1]);
+    if (r >= mr) break;
+    int32_t* dst = C + r * ldc;
+    ATTNKIT_UNROLL
+    for (size_t j = 0; j < 2; ++j) {
+      if (ep->dequant) {
+        const __m256 f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][j]), _mm256_load_ps(ep->scale + 8 * j)),
+                                       _mm256_load_ps(ep->bias + 8 * j));
+        _mm256_storeu_ps(reinterpret_cast<float*>(dst) + 8 * j, f);
+      } else {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 8 * j), acc[r][j]);
+      }
+    }
   }
 }
 
-using Avx2 = GemmEntry<I16Gemm<kMaddRows, kNr, 2, FullTile<micro_madd16>>>;
+struct MicroMadd16 {
+  static void run(size_t, const int16_t* const* rows, size_t kgroups, const int16_t* strip, int32_t* tile) {
+    micro_madd16(rows, kgroups, strip, tile);
+  }
+  static void store_rows(size_t mr, const int16_t* const* rows, size_t kgroups, const int16_t* strip,
+                         const I16Epilogue<kNr>& ep, int32_t* C, size_t ldc) {
+    micro_madd16(rows, kgroups, strip, nullptr, mr, &ep, C, ldc);
+  }
+};
+
+using Avx2 = GemmEntry<I16Gemm<kMaddRows, kNr, 2, MicroMadd16>>;
 
 // AVX-VNNI: strip is [K/4][16][4] int8; 4 rows x 16 columns in 8 ymm accumulators. The VEX-encoded
 // intrinsic keeps this runnable on AVX-VNNI CPUs without AVX512.

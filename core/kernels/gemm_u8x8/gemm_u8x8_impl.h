@@ -300,7 +300,17 @@ struct Dot4Gemm {
   }
 };
 
-// ---- int16 driver: Micro::run(mr, rows, kgroups, strip, tile) computes exact tile sums.
+// A full strip's dequantization for an int16 micro-kernel that finishes rows in registers: with dequant,
+// C = float(acc) * scale[c] + bias[c], else the int32 sums.
+template <size_t NR>
+struct I16Epilogue {
+  alignas(64) float scale[NR];
+  alignas(64) float bias[NR];
+  bool dequant;
+};
+
+// ---- int16 driver: Micro::run(mr, rows, kgroups, strip, tile) computes exact tile sums; a Micro with
+// store_rows(mr, rows, kgroups, strip, epilogue, C, ldc) writes a full strip's finished rows to C itself.
 // Packed A: [M][kpad] int16 of (a - a_zp). Packed B: per strip [kpad/KG][NR][KG] int16 of (b - zb).
 template <size_t MR, size_t NR, size_t KG, typename Micro>
 struct I16Gemm {
@@ -327,19 +337,26 @@ struct I16Gemm {
     const size_t kp = kpad(K);
     const int16_t* a = static_cast<const int16_t*>(packed_a);
     alignas(64) int32_t tile[MR * NR];
-    alignas(64) float scale[NR], bias[NR];
+    I16Epilogue<NR> ep;
+    ep.dequant = dequant != nullptr;
     for (size_t s = n0 / NR; s * NR < n1; ++s) {
       const int16_t* strip =
           reinterpret_cast<const int16_t*>(static_cast<const uint8_t*>(packed_b) + s * strip_bytes(K));
       const size_t nr = N - s * NR < NR ? N - s * NR : NR;
-      strip_dequant<NR>(dequant, s * NR, nr, scale, bias);
+      strip_dequant<NR>(dequant, s * NR, nr, ep.scale, ep.bias);
       for (size_t m0 = 0; m0 < M; m0 += MR) {
         const size_t mr = M - m0 < MR ? M - m0 : MR;
         const int16_t* rows[MR];
         tile_rows<int16_t, MR>(a, kp, m0, mr, rows);
+        if constexpr (StoresRows<Micro>::value) {
+          if (nr == NR) {
+            Micro::store_rows(mr, rows, kp / KG, strip, ep, C + m0 * ldc + s * NR, ldc);
+            continue;
+          }
+        }
         Micro::run(mr, rows, kp / KG, strip, tile);
         for (size_t r = 0; r < mr; ++r)
-          store_row<NR>(tile + r * NR, nr, scale, bias, dequant != nullptr, C + (m0 + r) * ldc + s * NR);
+          store_row<NR>(tile + r * NR, nr, ep.scale, ep.bias, ep.dequant, C + (m0 + r) * ldc + s * NR);
       }
     }
   }
