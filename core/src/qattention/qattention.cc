@@ -290,7 +290,8 @@ void run_q_attention(const QAttentionProblem& p, const KernelTable& kt, int thre
   float* output = outputs->output.as<float>();
   float* present = request.present ? outputs->present.as<float>() : nullptr;
   const size_t heads = static_cast<size_t>(p.batch * p.heads);
-  // Several row blocks per head read K straight from the projection: pack each head's panels once.
+  // Several row blocks per head read K and V from the projection: pack each head's K panels and copy its V
+  // rows once.
   RawBuffer<float> panels(nullptr, PoolDeleter<float>{0});
   if (lay.shared_panel_floats > 0) {
     panels = raw_buffer<float>(lay.shared_panel_floats * heads);
