@@ -37,11 +37,13 @@ inline void madd_pair_into(__m256i& acc0, __m256i& acc1, const int16_t* pair, __
 #endif
 }
 
-// tile[r][c] = sum over k pairs of (a_r pair) . (b_c pair); strip is [K/2][16][2] int16. With an
-// epilogue, the first mr rows go to C finished instead (dequantized: a float multiply, then a float add,
-// as the driver's store_row; the tile round trip cost about 5% of QAttention S=512).
-void micro_madd16(const int16_t* const rows[kMaddRows], size_t kgroups, const int16_t* strip, int32_t* tile,
-                  size_t mr = kMaddRows, const I16Epilogue<kNr>* ep = nullptr, int32_t* C = nullptr, size_t ldc = 0) {
+// Without kFinish: out is the tile, out[r][c] = sum over k pairs of (a_r pair) . (b_c pair); strip is
+// [K/2][16][2] int16. With kFinish the first mr rows go to out = C (row stride ldc) finished instead
+// (dequantized: a float multiply, then a float add, as the driver's store_row; the tile round trip cost
+// about 5% of QAttention S=512).
+template <bool kFinish>
+void micro_madd16(const int16_t* const rows[kMaddRows], size_t kgroups, const int16_t* strip, int32_t* out,
+                  size_t mr = kMaddRows, const I16Epilogue<kNr>* ep = nullptr, size_t ldc = 0) {
   __m256i acc[kMaddRows][2];
   ATTNKIT_UNROLL
   for (size_t r = 0; r < kMaddRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
@@ -54,18 +56,18 @@ void micro_madd16(const int16_t* const rows[kMaddRows], size_t kgroups, const in
     ATTNKIT_UNROLL
     for (size_t r = 0; r < kMaddRows; ++r) madd_pair_into(acc[r][0], acc[r][1], row[r] + 2 * g, b0, b1);
   }
-  if (!ep) {
+  if constexpr (!kFinish) {
     ATTNKIT_UNROLL
     for (size_t r = 0; r < kMaddRows; ++r) {
-      _mm256_store_si256(reinterpret_cast<__m256i*>(tile + r * kNr), acc[r][0]);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(tile + r * kNr + 8), acc[r][1]);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + r * kNr), acc[r][0]);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + r * kNr + 8), acc[r][1]);
     }
     return;
   }
   ATTNKIT_UNROLL
   for (size_t r = 0; r < kMaddRows; ++r) {
     if (r >= mr) break;
-    int32_t* dst = C + r * ldc;
+    int32_t* dst = out + r * ldc;
     ATTNKIT_UNROLL
     for (size_t j = 0; j < 2; ++j) {
       if (ep->dequant) {
@@ -81,11 +83,11 @@ void micro_madd16(const int16_t* const rows[kMaddRows], size_t kgroups, const in
 
 struct MicroMadd16 {
   static void run(size_t, const int16_t* const* rows, size_t kgroups, const int16_t* strip, int32_t* tile) {
-    micro_madd16(rows, kgroups, strip, tile);
+    micro_madd16<false>(rows, kgroups, strip, tile);
   }
   static void store_rows(size_t mr, const int16_t* const* rows, size_t kgroups, const int16_t* strip,
                          const I16Epilogue<kNr>& ep, int32_t* C, size_t ldc) {
-    micro_madd16(rows, kgroups, strip, nullptr, mr, &ep, C, ldc);
+    micro_madd16<true>(rows, kgroups, strip, C, mr, &ep, ldc);
   }
 };
 

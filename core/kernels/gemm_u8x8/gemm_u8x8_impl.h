@@ -156,10 +156,14 @@ struct FullTile {
 // Stores the first nr of NR int32 results of one row at dst, or, with dequant, float(v) * scale + bias
 // (scale/bias: this strip's NR values, zero-padded). Fixed trip counts so the loops vectorize.
 // A full row is copied with a constant size (plain vector stores; a variable-size memcpy of 256 bytes
-// compiles to rep movs, which dominated the store). Not inlined: inlined into compute's row loop, GCC 12
-// scalarized the dequantize (vcvtsi2ss per element, 3-4% of QAttention S=512 on AVX2).
+// compiles to rep movs, which dominated the store). Not inlined with GCC: inlined into compute's row loop,
+// GCC 12 scalarized the dequantize (vcvtsi2ss per element, 3-4% of QAttention S=512 on AVX2); clang (the
+// wasm build) vectorizes it inlined.
 template <size_t NR>
-__attribute__((noinline)) void store_row(const int32_t* v, size_t nr, const float* scale, const float* bias, bool dequant, int32_t* dst) {
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((noinline))
+#endif
+void store_row(const int32_t* v, size_t nr, const float* scale, const float* bias, bool dequant, int32_t* dst) {
   if (!dequant) {
     if (nr == NR)
       std::memcpy(dst, v, NR * sizeof(int32_t));
