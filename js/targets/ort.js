@@ -176,17 +176,21 @@ function median(values) {
 // onnxruntime-node's CPU EP multiplies u8 x s8 (QAttention, MatMulInteger) with vpmaddubsw on x86 CPUs without
 // VNNI, whose int16 pair sums saturate (255 * 127 * 2 > 32767): its outputs then differ from the exact product for
 // full-range weights (ORT's quantizer offers reduce_range, 7-bit weights, for such CPUs). With AVX512-VNNI or
-// AVX-VNNI, on Arm and in ORT web's wasm EP (int16 dot products) the product is exact. Linux x86 only; false elsewhere.
-export function ortNodeSaturatesU8S8() {
-  if (process.arch !== 'x64') return false;
-  let cpuinfo;
-  try {
-    cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
-  } catch {
-    return false;
+// AVX-VNNI, on Arm and in ORT web's wasm EP (int16 dot products) the product is exact. Decided from Linux's
+// /proc/cpuinfo flags (arch and cpuinfo can be passed in); false where they cannot be read.
+export function ortNodeSaturatesU8S8({ arch = process.arch, cpuinfo } = {}) {
+  if (arch !== 'x64') return false;
+  if (cpuinfo === undefined) {
+    try {
+      cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
+    } catch {
+      return false;
+    }
   }
-  const flags = new Set((cpuinfo.match(/^flags\s*:(.*)$/m)?.[1] ?? '').trim().split(/\s+/));
-  return flags.size > 0 && !flags.has('avx512_vnni') && !flags.has('avx_vnni');
+  const line = cpuinfo.match(/^flags\s*:(.*)$/m)?.[1]?.trim();
+  if (!line) return false;
+  const flags = new Set(line.split(/\s+/));
+  return !flags.has('avx512_vnni') && !flags.has('avx_vnni');
 }
 
 export async function runOrt(caseObj, { backend = 'node', threads = 1, repeat = 1, warmup = 1, budgetMs = Infinity } = {}) {
