@@ -1,8 +1,7 @@
 // attnkit benches: QAttention end to end for the shapes — B=1, D=768, N=12, u8 x s8 per-column —
 // prefill S in {128, 512} and a decode step S=1 with P=511, at 1 and 2 threads; plus the projection kernel
 // alone per variant (GOP/s), to see how much of the op is the int8 GEMM, and the AVX2 instruction mixes'
-// ceilings. ORT is timed by
-// bench/js/qattention_ort.mjs in the same run.
+// ceilings. ORT is timed by bench/js/qattention_ort.mjs in the same run.
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -114,9 +113,9 @@ BENCHMARK(BM_GemmU8X8)->ArgNames({"variant", "S"})->ArgsProduct({{0, 1, 2, 3, 4,
     ->Unit(benchmark::kMicrosecond);
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// The AVX2 projection's ceiling on this core: GOP/s (2 per multiply-accumulate, as BM_GemmU8X8) of the exact madd + add mix the avx2-madd16 kernel
-// runs, next to the saturating maddubs mix (inexact for u8 x s8, so attnkit cannot use it; shown because a
-// peer that accepts the saturation runs it). arg: 1 = saturating.
+// The AVX2 projection's ceiling on this core: GOP/s (2 per multiply-accumulate, as BM_GemmU8X8) of the exact
+// madd + add mix the avx2-madd16 kernel runs, next to the saturating maddubs mix (inexact for u8 x s8, so
+// attnkit cannot use it; shown because a peer that accepts the saturation runs it). arg: 1 = saturating.
 void BM_Int8MixPeak(benchmark::State& state) {
   const bool saturating = state.range(0) != 0;
   long iters = 1000;

@@ -170,9 +170,6 @@ function median(values) {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
-// Runs a case on ORT. Returns { outputs: { name: { dtype, shape, data } }, timeMs } (timeMs: median of `repeat`
-// session.run calls after `warmup` untimed ones when repeat > 1; repeating stops early once the timed runs exceed
-// budgetMs, so slow targets on big cases keep `npm start` short), or throws with ORT's message.
 // onnxruntime-node's CPU EP multiplies u8 x s8 (QAttention, MatMulInteger) with vpmaddubsw on x86 CPUs without
 // VNNI, whose int16 pair sums saturate (255 * 127 * 2 > 32767): its outputs then differ from the exact product for
 // full-range weights (ORT's quantizer offers reduce_range, 7-bit weights, for such CPUs). With AVX512-VNNI or
@@ -193,6 +190,15 @@ export function ortNodeSaturatesU8S8({ arch = process.arch, cpuinfo } = {}) {
   return !flags.has('avx512_vnni') && !flags.has('avx_vnni');
 }
 
+// Whether onnxruntime-node's output for this case carries that saturation on this host.
+export function ortNodeSaturates(caseObj) {
+  const c = normalizeCase(caseObj);
+  return c.op === 'QAttention' && c.inputs.weight?.dtype === 'int8' && ortNodeSaturatesU8S8();
+}
+
+// Runs a case on ORT. Returns { outputs: { name: { dtype, shape, data } }, timeMs } (timeMs: median of `repeat`
+// session.run calls after `warmup` untimed ones when repeat > 1; repeating stops early once the timed runs exceed
+// budgetMs, so slow targets on big cases keep `npm start` short), or throws with ORT's message.
 export async function runOrt(caseObj, { backend = 'node', threads = 1, repeat = 1, warmup = 1, budgetMs = Infinity } = {}) {
   const c = normalizeCase(caseObj);
   const ort = await loadRuntime(backend, threads);
@@ -234,9 +240,7 @@ function ortTarget(backend, id, label) {
     },
     // Why this target's output may diverge from the reference on this host (shown with a divergence), or null.
     divergenceNote(caseObj) {
-      const c = normalizeCase(caseObj);
-      return backend === 'node' && c.op === 'QAttention' && c.inputs.weight?.dtype === 'int8' && ortNodeSaturatesU8S8()
-        ? "ORT's u8 x s8 product saturates on x86 without VNNI" : null;
+      return backend === 'node' && ortNodeSaturates(caseObj) ? "ORT's u8 x s8 product saturates on x86 without VNNI" : null;
     },
     // Cases that ORT 1.30 cannot run say so in their "ort" field ("skip: reason").
     skipReason(caseObj) {

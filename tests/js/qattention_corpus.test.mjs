@@ -1,6 +1,6 @@
 // attnkit: the QAttention case corpus (tests/cases/qattention) through the native CLI, checked against the fp64
 // reference (`attnkit run --reference`) and against onnxruntime-node 1.30 built from each case at test time (its wasm
-// EP for int8 weights where the native EP's u8 x s8 product saturates: see ortNodeSaturatesU8S8).
+// EP for int8 weights where the native EP's u8 x s8 product saturates: see ortNodeSaturates).
 // Validation cases must exit 2 with one stderr line holding the expected message.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { normalizeCase } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, repoRoot, runNative } from '../../js/targets/native.js';
-import { ortNodeSaturatesU8S8, runOrt } from '../../js/targets/ort.js';
+import { ortNodeSaturates, runOrt } from '../../js/targets/ort.js';
 
 const caseDir = join(repoRoot, 'tests/cases/qattention');
 const corpus = readdirSync(caseDir).filter((f) => f.endsWith('.json')).sort()
@@ -75,7 +75,7 @@ for (const { file, case: c } of corpus) {
     const ref = await runNative(file, { reference: true });
     assert.equal(ref.error, undefined, `attnkit --reference failed (exit ${ref.exitCode}): ${ref.error}`);
     // Where onnxruntime-node's u8 x s8 product saturates (x86 without VNNI), ORT's exact wasm EP is the ORT compared.
-    const ortBackend = c.inputs.weight.dtype === 'int8' && ortNodeSaturatesU8S8() ? 'web' : 'node';
+    const ortBackend = ortNodeSaturates(c) ? 'web' : 'node';
     const ort = await runOrt(c, { backend: ortBackend });
     for (const variant of variants) {
       const run = await runNative(file, variant);

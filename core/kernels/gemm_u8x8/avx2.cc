@@ -43,7 +43,7 @@ inline void madd_pair_into(__m256i& acc0, __m256i& acc1, const int16_t* pair, __
 // about 5% of QAttention S=512).
 template <bool kFinish>
 void micro_madd16(const int16_t* const rows[kMaddRows], size_t kgroups, const int16_t* strip, int32_t* out,
-                  size_t mr = kMaddRows, const I16Epilogue<kNr>* ep = nullptr, size_t ldc = 0) {
+                  size_t mr = kMaddRows, const StripDequant<kNr>* ep = nullptr, size_t ldc = 0) {
   __m256i acc[kMaddRows][2];
   ATTNKIT_UNROLL
   for (size_t r = 0; r < kMaddRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
@@ -86,7 +86,7 @@ struct MicroMadd16 {
     micro_madd16<false>(rows, kgroups, strip, tile);
   }
   static void store_rows(size_t mr, const int16_t* const* rows, size_t kgroups, const int16_t* strip,
-                         const I16Epilogue<kNr>& ep, int32_t* C, size_t ldc) {
+                         const StripDequant<kNr>& ep, int32_t* C, size_t ldc) {
     micro_madd16<true>(rows, kgroups, strip, C, mr, &ep, ldc);
   }
 };

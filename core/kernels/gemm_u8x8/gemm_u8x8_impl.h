@@ -188,16 +188,21 @@ inline void strip_dequant(const GemmU8X8Dequant* dq, size_t n, size_t nr, float*
   }
 }
 
-// A full strip's epilogue constants in column order, for a micro-kernel that finishes rows in registers:
-// C[r, c] = acc + zp_neg[c] * rowsum[r] + col_term[c] (uint32 arithmetic), then with dequant
-// float(C) * scale[c] + bias[c].
+// A full strip's dequantization, for a micro-kernel that finishes rows in registers: with dequant,
+// C = float(acc) * scale[c] + bias[c], else the int32 sums. The int16 driver's whole epilogue.
 template <size_t NR>
-struct Dot4Epilogue {
-  alignas(64) uint32_t col_term[NR];
-  alignas(64) uint32_t zp_neg[NR];
+struct StripDequant {
   alignas(64) float scale[NR];
   alignas(64) float bias[NR];
   bool dequant;
+};
+
+// The dot4 driver's epilogue, in column order: first C[r, c] = acc + zp_neg[c] * rowsum[r] + col_term[c]
+// (uint32 arithmetic), then the dequantization.
+template <size_t NR>
+struct Dot4Epilogue : StripDequant<NR> {
+  alignas(64) uint32_t col_term[NR];
+  alignas(64) uint32_t zp_neg[NR];
 };
 
 // Whether Micro has store_rows(mr, rows, kgroups, strip, epilogue, rowsum, C, ldc), which writes finished
@@ -304,17 +309,8 @@ struct Dot4Gemm {
   }
 };
 
-// A full strip's dequantization for an int16 micro-kernel that finishes rows in registers: with dequant,
-// C = float(acc) * scale[c] + bias[c], else the int32 sums.
-template <size_t NR>
-struct I16Epilogue {
-  alignas(64) float scale[NR];
-  alignas(64) float bias[NR];
-  bool dequant;
-};
-
 // ---- int16 driver: Micro::run(mr, rows, kgroups, strip, tile) computes exact tile sums; a Micro with
-// store_rows(mr, rows, kgroups, strip, epilogue, C, ldc) writes a full strip's finished rows to C itself.
+// store_rows(mr, rows, kgroups, strip, StripDequant, C, ldc) writes a full strip's finished rows to C itself.
 // Packed A: [M][kpad] int16 of (a - a_zp). Packed B: per strip [kpad/KG][NR][KG] int16 of (b - zb).
 template <size_t MR, size_t NR, size_t KG, typename Micro>
 struct I16Gemm {
@@ -341,7 +337,7 @@ struct I16Gemm {
     const size_t kp = kpad(K);
     const int16_t* a = static_cast<const int16_t*>(packed_a);
     alignas(64) int32_t tile[MR * NR];
-    I16Epilogue<NR> ep;
+    StripDequant<NR> ep;
     ep.dequant = dequant != nullptr;
     for (size_t s = n0 / NR; s * NR < n1; ++s) {
       const int16_t* strip =
