@@ -165,34 +165,36 @@ size_t stride_for(CacheElem e, size_t H, size_t N) {
 // Any fp32 dot product of length H, accumulated in any order with or without FMA, and scaled by
 // alpha, is within (H + 1) * u * |alpha| * sum|q||k| of the exact value (Higham, gamma_n bound);
 // every cache element converts to fp32 exactly, so that is the whole error.
+void check_qk_direct(CacheElem e, size_t M, size_t N, size_t H, std::mt19937& rng,
+                     const std::vector<const KernelTable*>& isas) {
+  const size_t ldk = stride_for(e, H, N);
+  Guarded K(N * ldk), Q(M * H * 4);
+  fill_cache(e, N, H, ldk, K.as<uint8_t>(), rng);
+  fill_floats(Q.as<float>(), M * H, rng);
+  const float alpha = 0.125f;
+  std::vector<double> want(M * N), absum(M * N);
+  ref::qk_gemm(e, M, N, H, Q.as<float>(), H, K.as<uint8_t>(), ldk, alpha, want.data(), N);
+  ref::qk_gemm_abs(e, M, N, H, Q.as<float>(), H, K.as<uint8_t>(), ldk, absum.data(), N);
+  for (const KernelTable* t : isas) {
+    Guarded C(M * N * 4);
+    qk_direct(*t, e)(M, N, H, Q.as<float>(), H, K.as<uint8_t>(), ldk, alpha, C.as<float>(), N);
+    ASSERT_TRUE(C.canary_intact());
+    for (size_t x = 0; x < M * N; ++x) {
+      const double bound = (H + 1) * kU * alpha * absum[x] + 1e-30;
+      ASSERT_LE(std::fabs(C.as<float>()[x] - want[x]), bound)
+          << t->isa << " " << ref::cache_elem_name(e) << " M=" << M << " N=" << N << " H=" << H << " at " << x;
+    }
+  }
+}
+
 TEST(KernelQkGemm, DirectMatchesReferenceForEveryIsaShapeAndDtype) {
   std::mt19937 rng(1234);
   const auto isas = tables();
   for (CacheElem e : kAllElems)
     for (size_t H : kHs)
       for (size_t N : kNs)
-        for (size_t M : kMs) {
-          if (!worth_testing(M, N, H)) continue;
-          const size_t ldk = stride_for(e, H, N);
-          Guarded K(N * ldk), Q(M * H * 4);
-          fill_cache(e, N, H, ldk, K.as<uint8_t>(), rng);
-          fill_floats(Q.as<float>(), M * H, rng);
-          const float alpha = 0.125f;
-          std::vector<double> want(M * N), absum(M * N);
-          ref::qk_gemm(e, M, N, H, Q.as<float>(), H, K.as<uint8_t>(), ldk, alpha, want.data(), N);
-          ref::qk_gemm_abs(e, M, N, H, Q.as<float>(), H, K.as<uint8_t>(), ldk, absum.data(), N);
-          for (const KernelTable* t : isas) {
-            Guarded C(M * N * 4);
-            qk_direct(*t, e)(M, N, H, Q.as<float>(), H, K.as<uint8_t>(), ldk, alpha, C.as<float>(), N);
-            ASSERT_TRUE(C.canary_intact());
-            for (size_t x = 0; x < M * N; ++x) {
-              const double bound = (H + 1) * kU * alpha * absum[x] + 1e-30;
-              ASSERT_LE(std::fabs(C.as<float>()[x] - want[x]), bound)
-                  << t->isa << " " << ref::cache_elem_name(e) << " M=" << M << " N=" << N << " H=" << H
-                  << " at " << x;
-            }
-          }
-        }
+        for (size_t M : kMs)
+          if (worth_testing(M, N, H)) check_qk_direct(e, M, N, H, rng, isas);
 }
 
 // Packing only converts (exact), so panels must equal the reference bit for bit, padding keys 0; the
@@ -331,44 +333,58 @@ TEST(KernelQkGemm, ApproxVnniWithinQuantizationBound) {
 
 // sv: each output is a length-N fp32 dot product plus the accumulated start value: bound
 // (N + 1) * u * (|O0| + sum_j |p_j||v_jd|).
+void check_sv(CacheElem e, size_t M, size_t N, size_t H, std::mt19937& rng, const std::vector<const KernelTable*>& isas) {
+  const size_t ldv = stride_for(e, H, N);
+  Guarded V(N * ldv), P(M * N * 4);
+  fill_cache(e, N, H, ldv, V.as<uint8_t>(), rng);
+  fill_floats(P.as<float>(), M * N, rng, 0.0f, 1.0f);
+  std::vector<float> start(M * H);
+  fill_floats(start.data(), M * H, rng);
+  // sum_j |p||v| bounds: reference over |P| and |V| via a second pass with abs values.
+  std::vector<double> absum(M * H, 0.0);
+  for (size_t i = 0; i < M; ++i)
+    for (size_t j = 0; j < N; ++j)
+      for (size_t d = 0; d < H; ++d)
+        absum[i * H + d] += P.as<float>()[i * N + j] * std::fabs(ref::cache_value(e, V.as<uint8_t>() + j * ldv, d));
+  for (bool accumulate : {false, true}) {
+    std::vector<double> want(start.begin(), start.end());
+    ref::sv_gemm(e, M, N, H, P.as<float>(), N, V.as<uint8_t>(), ldv, want.data(), H, accumulate);
+    for (const KernelTable* t : isas) {
+      Guarded O(M * H * 4);
+      std::memcpy(O.as<float>(), start.data(), M * H * 4);
+      sv_fn(*t, e)(M, N, H, P.as<float>(), N, V.as<uint8_t>(), ldv, O.as<float>(), H, accumulate);
+      ASSERT_TRUE(O.canary_intact());
+      for (size_t x = 0; x < M * H; ++x) {
+        const double bound = (N + 1) * kU * (absum[x] + (accumulate ? std::fabs(start[x]) : 0)) + 1e-30;
+        ASSERT_LE(std::fabs(O.as<float>()[x] - want[x]), bound)
+            << t->isa << " " << ref::cache_elem_name(e) << " acc=" << accumulate << " M=" << M << " N=" << N
+            << " H=" << H << " at " << x;
+      }
+    }
+  }
+}
+
 TEST(KernelSvGemm, MatchesReferenceOverwriteAndAccumulate) {
   std::mt19937 rng(4321);
   const auto isas = tables();
   for (CacheElem e : kAllElems)
     for (size_t H : kHs)
       for (size_t N : kNs)
-        for (size_t M : kMs) {
-          if (!worth_testing(M, N, H)) continue;
-          const size_t ldv = stride_for(e, H, N);
-          Guarded V(N * ldv), P(M * N * 4);
-          fill_cache(e, N, H, ldv, V.as<uint8_t>(), rng);
-          fill_floats(P.as<float>(), M * N, rng, 0.0f, 1.0f);
-          std::vector<float> start(M * H);
-          fill_floats(start.data(), M * H, rng);
-          // sum_j |p||v| bounds: reference over |P| and |V| via a second pass with abs values.
-          std::vector<double> absum(M * H, 0.0);
-          for (size_t i = 0; i < M; ++i)
-            for (size_t j = 0; j < N; ++j)
-              for (size_t d = 0; d < H; ++d)
-                absum[i * H + d] += P.as<float>()[i * N + j] *
-                                    std::fabs(ref::cache_value(e, V.as<uint8_t>() + j * ldv, d));
-          for (bool accumulate : {false, true}) {
-            std::vector<double> want(start.begin(), start.end());
-            ref::sv_gemm(e, M, N, H, P.as<float>(), N, V.as<uint8_t>(), ldv, want.data(), H, accumulate);
-            for (const KernelTable* t : isas) {
-              Guarded O(M * H * 4);
-              std::memcpy(O.as<float>(), start.data(), M * H * 4);
-              sv_fn(*t, e)(M, N, H, P.as<float>(), N, V.as<uint8_t>(), ldv, O.as<float>(), H, accumulate);
-              ASSERT_TRUE(O.canary_intact());
-              for (size_t x = 0; x < M * H; ++x) {
-                const double bound = (N + 1) * kU * (absum[x] + (accumulate ? std::fabs(start[x]) : 0)) + 1e-30;
-                ASSERT_LE(std::fabs(O.as<float>()[x] - want[x]), bound)
-                    << t->isa << " " << ref::cache_elem_name(e) << " acc=" << accumulate << " M=" << M
-                    << " N=" << N << " H=" << H << " at " << x;
-              }
-            }
-          }
-        }
+        for (size_t M : kMs)
+          if (worth_testing(M, N, H)) check_sv(e, M, N, H, rng, isas);
+}
+
+// A decode step's cache, larger than L2: the x86 kernels prefetch K rows ahead and stream V row by row
+// (sv_stream) for up to 4 rows. Both end where the prefetch distance runs past the last keys.
+TEST(KernelSvGemm, DecodeShapesBeyondL2MatchReference) {
+  std::mt19937 rng(99);
+  const auto isas = tables();
+  for (CacheElem e : kAllElems)
+    for (size_t N : {4200, 4201})  // past 256 KB for every dtype, int4 included
+      for (size_t M : {1, 2, 4, 5}) {
+        check_qk_direct(e, M, N, 128, rng, isas);
+        check_sv(e, M, N, 128, rng, isas);
+      }
 }
 
 TEST(KernelSvGemm, ZeroKeysZeroesOrKeeps) {
