@@ -153,6 +153,7 @@ int register_all() {
           for (int64_t k : {64, 128}) b->Args({1, n, k});
         b->Args({2, 2048, 128});
       }
+      if (e == CacheElem::kF32) sv->Args({96, 512, 64});  // QAttention's per-head block
     }
     if (t->qk.s8_approx_vnni)
       benchmark::RegisterBenchmark(("BM_QKGemm/" + isa + "/s8_approx_vnni").c_str(), BM_QKGemm, t,
@@ -162,7 +163,8 @@ int register_all() {
           ->Args({1, 2048, 128});
     benchmark::RegisterBenchmark(("BM_QKPacked/" + isa).c_str(), BM_QKPacked, t)
         ->ArgNames({"M", "N", "K"})
-        ->Args({64, 256, 128});
+        ->Args({64, 256, 128})
+        ->Args({96, 512, 64});
     benchmark::RegisterBenchmark(("BM_QKPack/" + isa + "/s8").c_str(), BM_QKPack, t)
         ->ArgNames({"M", "N", "K"})
         ->Args({64, 256, 128});

@@ -4,7 +4,7 @@
 // N=12, u8 x s8 per-column; S 128/512, and S=1 after 511 past tokens). ORT web fixes its thread count when its wasm
 // module first loads, so each thread count runs in its own child process (attnkit and ORT side by side in it).
 // Usage: node bench/js/wasm_vs_ort.mjs [--full] [--quick] [--threads 1,2] [--iters N] [--filter SUBSTR] [--json FILE]
-//   [--dist DIR] [--budget-ms MS]
+//   [--dist DIR] [--budget-ms MS] [--native-rounds R]
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,8 @@ const filter = flag('--filter', '');
 // Timed calls stop once they add up to this, so ORT's multi-second prefill does not take minutes per shape.
 const BUDGET_MS = Number(flag('--budget-ms', quick ? 1500 : 4000));
 const DECODE = { warmup: quick ? 5 : 20, repeat: Math.max(iters, quick ? 10 : 30) };
+// Rounds of wasm then native AVX2 at one thread (see child()).
+const NATIVE_ROUNDS = Number(flag('--native-rounds', quick ? 2 : 5));
 
 // ---- shapes (bench/js/shapes.mjs) ----
 const { N, Nk, H } = GQA;
@@ -115,12 +117,30 @@ async function child(threads) {
     let wasmOut = null;
     let wasmError = null;
     const times = [];
-    try {
-      for (let r = 0; r < warmup; r++) wasmOut = call();
-      for (let r = 0; r < repeat && times.reduce((x, y) => x + y, 0) < BUDGET_MS; r++) {
+    const timeWasm = () => {
+      const round = [];
+      for (let r = 0; r < repeat && round.reduce((x, y) => x + y, 0) < BUDGET_MS; r++) {
         const t0 = performance.now();
         wasmOut = call();
-        times.push(performance.now() - t0);
+        round.push(performance.now() - t0);
+      }
+      times.push(...round);
+      return median(round);
+    };
+    // At one thread, native AVX2 runs side by side with wasm: the two alternate in rounds and the ratio is the
+    // median of the per-round ratios, so a burst of load on this shared host spoils one round, not one side.
+    const vsAvx2 = [];
+    const avx2Times = [];
+    try {
+      for (let r = 0; r < warmup; r++) wasmOut = call();
+      const rounds = threads === 1 && cliAvailable() ? NATIVE_ROUNDS : 1;
+      for (let round = 0; round < rounds; round++) {
+        const wasmMs = timeWasm();
+        if (rounds === 1) break;
+        const native = await benchNative(c, { iters: repeat, warmup, threads: 1, isa: 'avx2' });
+        if (native.error) break;
+        avx2Times.push(native.median_us / 1000);
+        vsAvx2.push(wasmMs / (native.median_us / 1000));
       }
     } catch (err) {
       wasmError = String(err.message ?? err).split('\n')[0];
@@ -139,7 +159,8 @@ async function child(threads) {
     const inPlaceMs = gqaDecode ? timeKvCacheDecode(instance, c, threads) : null;
     const copyMs = c.kind === 'decode' ? timeCacheCopies(prepared) : null;
     results.push({ name: c.name, threads, wasmMs: times.length ? median(times) : null, wasmError, ortMs, ortError, diff,
-      inPlaceMs, copyMs });
+      inPlaceMs, copyMs, avx2Ms: avx2Times.length ? median(avx2Times) : null,
+      vsAvx2: vsAvx2.length ? median(vsAvx2) : null, vsAvx2Spread: vsAvx2.length ? [Math.min(...vsAvx2), Math.max(...vsAvx2)] : null });
   }
   const info = instance.info();
   instance.dispose();
@@ -181,10 +202,8 @@ async function parent() {
     process.stderr.write(`  native ${entry.c.name}\n`);
     const runs = entry.c.kind === 'decode' ? { iters: DECODE.repeat, warmup: DECODE.warmup } : { iters, warmup: 1 };
     const native = await benchNative(entry.c, { ...runs, threads: 1 });
-    const avx2 = await benchNative(entry.c, { ...runs, threads: 1, isa: 'avx2' });
     entry.nativeMs = native.error ? null : native.median_us / 1000;
     entry.nativeIsa = native.isa;
-    entry.avx2Ms = avx2.error ? null : avx2.median_us / 1000;
   }
 
   const head = `${'shape'.padEnd(26)}${'thr'.padStart(4)}${'wasm ms'.padStart(10)}${'ORT ms'.padStart(10)}${'ORT/wasm'.padStart(9)}`
@@ -192,18 +211,20 @@ async function parent() {
   const lines = [`attnkit wasm: ${wasmInfo?.build} build, kernels ${wasmInfo?.isa}; native: ${Object.values(byName)[0]?.nativeIsa ?? '-'} and avx2, 1 thread`, head];
   const verdicts = new Map();
   const verdict = (key) => (verdicts.has(key) ? verdicts.get(key) : verdicts.set(key, []).get(key));
-  for (const { c, threads, nativeMs, avx2Ms } of Object.values(byName)) {
+  for (const { c, threads, nativeMs } of Object.values(byName)) {
     for (const t of threadList) {
       const r = threads[t];
       if (!r) continue;
       const speedup = r.ortMs / r.wasmMs;
       const need = c.kind === 'prefill' ? 10 : 2;
-      const vsAvx2 = t === 1 && avx2Ms && r.wasmMs ? r.wasmMs / avx2Ms : NaN;
+      const avx2Ms = t === 1 ? r.avx2Ms : null;
+      const vsAvx2 = t === 1 && Number.isFinite(r.vsAvx2) ? r.vsAvx2 : NaN;
       if (Number.isFinite(speedup)) verdict(`${c.op} ${c.kind} >= ${need}x ORT web`).push(speedup >= need);
       if (Number.isFinite(vsAvx2)) verdict(`${c.op} within 2.5x of native AVX2 (1 thread)`).push(vsAvx2 <= 2.5);
       lines.push(`${c.name.padEnd(26)}${String(t).padStart(4)}${fmt(r.wasmMs, 10)}${fmt(r.ortMs, 10)}${fmtRatio(speedup, 9)}`
         + `${`>=${need}x`.padStart(8)}${t === 1 ? fmt(nativeMs, 10) : ''.padStart(10)}${t === 1 ? fmt(avx2Ms, 10) : ''.padStart(10)}`
         + `${fmtRatio(vsAvx2, 10)}${(Number.isFinite(r.diff) ? r.diff.toExponential(1) : '-').padStart(11)}`
+        + (t === 1 && r.vsAvx2Spread ? `  (wasm/avx2 rounds ${r.vsAvx2Spread.map((x) => x.toFixed(2)).join('-')})` : '')
         + (r.wasmError ? `  attnkit: ${r.wasmError.slice(0, 80)}` : '') + (r.ortError ? `  ORT: ${r.ortError.slice(0, 80)}` : ''));
       if (Number.isFinite(r.copyMs)) {
         // ORT web pays these copies too: where ORT's time is under 2x of them, no stateless call can be 2x faster.
