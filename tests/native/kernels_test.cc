@@ -187,14 +187,20 @@ void check_qk_direct(CacheElem e, size_t M, size_t N, size_t H, std::mt19937& rn
   }
 }
 
-TEST(KernelQkGemm, DirectMatchesReferenceForEveryIsaShapeAndDtype) {
-  std::mt19937 rng(1234);
-  const auto isas = tables();
+// Calls check(e, M, N, H) for every dtype and grid shape worth testing.
+template <class Check>
+void for_each_grid_shape(Check check) {
   for (CacheElem e : kAllElems)
     for (size_t H : kHs)
       for (size_t N : kNs)
         for (size_t M : kMs)
-          if (worth_testing(M, N, H)) check_qk_direct(e, M, N, H, rng, isas);
+          if (worth_testing(M, N, H)) check(e, M, N, H);
+}
+
+TEST(KernelQkGemm, DirectMatchesReferenceForEveryIsaShapeAndDtype) {
+  std::mt19937 rng(1234);
+  const auto isas = tables();
+  for_each_grid_shape([&](CacheElem e, size_t M, size_t N, size_t H) { check_qk_direct(e, M, N, H, rng, isas); });
 }
 
 // Packing only converts (exact), so panels must equal the reference bit for bit, padding keys 0; the
@@ -367,20 +373,16 @@ void check_sv(CacheElem e, size_t M, size_t N, size_t H, std::mt19937& rng, cons
 TEST(KernelSvGemm, MatchesReferenceOverwriteAndAccumulate) {
   std::mt19937 rng(4321);
   const auto isas = tables();
-  for (CacheElem e : kAllElems)
-    for (size_t H : kHs)
-      for (size_t N : kNs)
-        for (size_t M : kMs)
-          if (worth_testing(M, N, H)) check_sv(e, M, N, H, rng, isas);
+  for_each_grid_shape([&](CacheElem e, size_t M, size_t N, size_t H) { check_sv(e, M, N, H, rng, isas); });
 }
 
-// A decode step's cache, larger than L2: the x86 kernels prefetch K rows ahead and stream V row by row
-// (sv_stream) for up to 4 rows. Both end where the prefetch distance runs past the last keys.
-TEST(KernelSvGemm, DecodeShapesBeyondL2MatchReference) {
+// Decode-step blocks (64 KB and more): the x86 kernels prefetch K and V rows ahead and stream V a group
+// of rows at a time (sv_stream) for up to 4 rows; odd key counts end in single-key steps.
+TEST(KernelSvGemm, DecodeShapesMatchReference) {
   std::mt19937 rng(99);
   const auto isas = tables();
   for (CacheElem e : kAllElems)
-    for (size_t N : {4200, 4201})  // past 256 KB for every dtype, int4 included
+    for (size_t N : {1100, 1101})  // past 64 KB for every dtype, int4 included
       for (size_t M : {1, 2, 4, 5}) {
         check_qk_direct(e, M, N, 128, rng, isas);
         check_sv(e, M, N, 128, rng, isas);
