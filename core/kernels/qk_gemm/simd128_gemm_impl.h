@@ -317,7 +317,7 @@ template <class T, class E>
 void sv128(size_t M, size_t N, size_t H, const float* P, size_t ldp, const void* V, size_t ldv, float* O,
            size_t ldo, bool accumulate) {
   if constexpr (!std::is_same_v<E, S4>) {
-    if (M <= kSv128StreamMaxRows && H % 8 == 0 && N * ldv > kSv128StreamMinBytes)
+    if (M <= kSv128StreamMaxRows && H % 8 == 0 && N * ldv >= kSv128StreamMinBytes)
       return sv128_stream<T, E>(static_cast<int>(M), N, H, P, ldp, static_cast<const uint8_t*>(V), ldv, O, ldo,
                                 accumulate);
   }

@@ -127,7 +127,7 @@ void qk_rows(size_t N, size_t H, size_t Hp, const float* const* q, const uint8_t
   const bool full_bytes = (H / 2) % I::W == 0;
   float* c[MB];
   size_t j = 0;
-  const bool streamed = N * ldk > kStreamMinBytes;
+  const bool streamed = N * ldk >= kStreamMinBytes;
   for (; j + R <= N; j += R) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
     if (streamed && j + kStreamPrefetchRows + R <= N) prefetch_lines(K + (j + kStreamPrefetchRows) * ldk, R * ldk);
@@ -434,7 +434,7 @@ template <class I, class E>
 void sv_gemm_x86(size_t M, size_t N, size_t H, const float* P, size_t ldp, const void* V, size_t ldv,
                  float* O, size_t ldo, bool accumulate) {
   if constexpr (!std::is_same<E, S4>::value) {
-    if (M <= kSvStreamMaxRows && H % I::W == 0 && N * ldv > kStreamMinBytes)
+    if (M <= kSvStreamMaxRows && H % I::W == 0 && N * ldv >= kStreamMinBytes)
       return sv_stream_dispatch<I, E, kSvStreamMaxRows>(static_cast<int>(M), N, H, P, ldp,
                                                         static_cast<const uint8_t*>(V), ldv, O, ldo, accumulate);
   }
