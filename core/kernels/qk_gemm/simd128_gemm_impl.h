@@ -261,16 +261,13 @@ void sv128_dispatch(int mb, size_t N, size_t H, const float* Pi, const uint8_t* 
   }
 }
 
-// A few rows over a long V (a decode step): the register tiles would walk each chunk of V once per 8
-// columns, a slice of every row per pass, a strided pattern that reads from DRAM at about half the rate
-// of one forward pass (measured on x86, x86_gemm_impl.h). Instead pairs of V rows are read whole, in key
-// order, and the output rows are updated in place (they stay in L1). Each output is the same mac chain
-// over the keys as in sv128_tile, so the bits are the same. Two keys per output load and store: at 4 rows
-// the broadcasts, the pair's 4 vectors, 2 accumulators and a product temporary fill V8's 15 registers.
-// wasm, 2 rows, H=128, V from DRAM: fp32 3.0-3.5 -> 5.0-5.9 GB/s, f16 0.7-0.85 -> 1.1-1.2, int8 2.3-2.7 ->
-// 3.3-3.5. int4 keeps its tiles.
-constexpr size_t kSv128StreamMaxRows = 4;
-constexpr size_t kSv128StreamMinBytes = 64 << 10;
+// A few rows over a long V (a decode step, sv_streams in sv_gemm.h): the register tiles would walk each chunk of V
+// once per 8 columns, a slice of every row per pass, a strided pattern that reads from DRAM at about half the rate
+// of one forward pass (measured on x86, x86_gemm_impl.h). Instead pairs of V rows are read whole, in key order, and
+// the output rows are updated in place (they stay in L1). Each output is the same mac chain over the keys as in
+// sv128_tile, so the bits are the same. Two keys per output load and store: at 4 rows the broadcasts, the pair's 4
+// vectors, 2 accumulators and a product temporary fill V8's 15 registers. wasm, 2 rows, H=128, V from DRAM: fp32
+// 3.0-3.5 -> 5.0-5.9 GB/s, f16 0.7-0.85 -> 1.1-1.2, int8 2.3-2.7 -> 3.3-3.5. int4 keeps its tiles.
 
 template <class T, class E, int MB, int KG>
 void sv128_stream_keys(size_t j, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv, float* O,
@@ -295,7 +292,7 @@ void sv128_stream_keys(size_t j, size_t H, const float* P, size_t ldp, const uin
   }
 }
 
-template <class T, class E, int MB = kSv128StreamMaxRows>
+template <class T, class E, int MB = kSvStreamMaxRows>
 void sv128_stream(int mb, size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv, float* O,
                   size_t ldo, bool accumulate) {
   if constexpr (MB >= 1) {
@@ -317,7 +314,7 @@ template <class T, class E>
 void sv128(size_t M, size_t N, size_t H, const float* P, size_t ldp, const void* V, size_t ldv, float* O,
            size_t ldo, bool accumulate) {
   if constexpr (!std::is_same_v<E, S4>) {
-    if (M <= kSv128StreamMaxRows && H % 8 == 0 && N * ldv >= kSv128StreamMinBytes)
+    if (sv_streams(M, N, ldv) && H % 8 == 0)
       return sv128_stream<T, E>(static_cast<int>(M), N, H, P, ldp, static_cast<const uint8_t*>(V), ldv, O, ldo,
                                 accumulate);
   }

@@ -21,11 +21,9 @@ using cache_elem::F32;
 using cache_elem::S4;
 using cache_elem::S8;
 
-// A decode step reads each K and V block once, usually from DRAM (a layer's cache is evicted by the next
-// layers before it is read again); its blocks are 64 KB and more (512 keys since split-KV decoding).
-// There the hardware prefetchers alone left the direct QK and the streamed SV at 8-10 GB/s on Zen 3;
-// asking for the lines 16 rows ahead (8 KB of fp32 rows at H=128) gave 10.5-12.
-constexpr size_t kStreamMinBytes = 64 << 10;
+// Decode blocks (kStreamMinBytes and more, sv_gemm.h) come from DRAM: there the hardware prefetchers alone
+// left the direct QK and the streamed SV at 8-10 GB/s on Zen 3; asking for the lines 16 rows ahead (8 KB
+// of fp32 rows at H=128) gave 10.5-12.
 constexpr size_t kStreamPrefetchRows = 16;
 
 inline void prefetch_lines(const uint8_t* p, size_t bytes) {

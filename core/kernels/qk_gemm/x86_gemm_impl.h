@@ -377,15 +377,14 @@ void sv_rows_dispatch(int mb, size_t N, size_t H, const float* P, size_t ldp, co
   }
 }
 
-// A few rows over a long V (a decode step): the column tiles would walk V once per tile, each pass reading a
-// slice of every row, and that strided stream nearly halves the DRAM read rate (Zen 3, 4 passes over
-// 512-byte rows: 5-6 against 10-12 GB/s). Instead a group of KG V rows is read whole, in key order, and
-// every output row is updated in place (it stays in L1) once per group: KG keys per output load and store
-// keep the FMAs, not the stores, the bound when V is hot. Each output is the same FMA chain over the keys
-// as in sv_tile, so the bits are the same. Same process, 512-key blocks at H=128, 2 rows, V from DRAM:
-// fp32 5.5-6.9 -> 10.2-10.5 GB/s, f16 5.3-8.0 -> 10.9-13.6, int8 7.1-7.3 -> 12.1-12.6; from L2 fp32 and f16
-// gain 10-20%, int8 loses 5%. int4 keeps its nibble-interleaved tiles.
-constexpr size_t kSvStreamMaxRows = 4;
+// A few rows over a long V (a decode step, sv_streams in sv_gemm.h): the column tiles would walk V once per tile,
+// each pass reading a slice of every row, and that strided stream nearly halves the DRAM read rate (Zen 3, 4 passes
+// over 512-byte rows: 5-6 against 10-12 GB/s). Instead a group of KG V rows is read whole, in key order, and every
+// output row is updated in place (it stays in L1) once per group: KG keys per output load and store keep the FMAs,
+// not the stores, the bound when V is hot. Each output is the same FMA chain over the keys as in sv_tile, so the
+// bits are the same. Same process, 512-key blocks at H=128, 2 rows, V from DRAM: fp32 5.5-6.9 -> 10.2-10.5 GB/s, f16
+// 5.3-8.0 -> 10.9-13.6, int8 7.1-7.3 -> 12.1-12.6; from L2 fp32 and f16 gain 10-20%, int8 loses 5%. int4 keeps its
+// nibble-interleaved tiles.
 
 template <class I, class E, int MB, int KG>
 void sv_stream_keys(size_t j, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv, float* O,
@@ -434,7 +433,7 @@ template <class I, class E>
 void sv_gemm_x86(size_t M, size_t N, size_t H, const float* P, size_t ldp, const void* V, size_t ldv,
                  float* O, size_t ldo, bool accumulate) {
   if constexpr (!std::is_same<E, S4>::value) {
-    if (M <= kSvStreamMaxRows && H % I::W == 0 && N * ldv >= kStreamMinBytes)
+    if (sv_streams(M, N, ldv) && H % I::W == 0)
       return sv_stream_dispatch<I, E, kSvStreamMaxRows>(static_cast<int>(M), N, H, P, ldp,
                                                         static_cast<const uint8_t*>(V), ldv, O, ldo, accumulate);
   }

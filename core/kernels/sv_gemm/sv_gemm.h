@@ -19,4 +19,15 @@ struct SvGemmKernels {
   SvGemmFn f32, f16, bf16, s8, s4;
 };
 
+// When the SIMD kernels stream V in key order instead of walking it in column tiles: a decode step (at most
+// this many rows: the query heads of one KV head) over a block of at least this many bytes, which it reads
+// once, usually from DRAM (512-key blocks since split-KV decoding). The x86 direct QK prefetches ahead from
+// the same size on. Column tiles re-read each row once per tile, a strided pattern that read from DRAM at
+// about half the rate of one forward pass (measured figures at each ISA's sv_stream).
+constexpr size_t kSvStreamMaxRows = 4;
+constexpr size_t kStreamMinBytes = 64 << 10;
+inline bool sv_streams(size_t M, size_t N, size_t ldv) {
+  return M <= kSvStreamMaxRows && N * ldv >= kStreamMinBytes;
+}
+
 }  // namespace attnkit
