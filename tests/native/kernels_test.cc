@@ -203,6 +203,15 @@ TEST(KernelQkGemm, DirectMatchesReferenceForEveryIsaShapeAndDtype) {
   for_each_grid_shape([&](CacheElem e, size_t M, size_t N, size_t H) { check_qk_direct(e, M, N, H, rng, isas); });
 }
 
+// Heads longer than 512 elements: the x86 direct QK copies its query rows to the heap instead of the stack,
+// and the limb kernels hand such rows to their fp32 fallback; 9 rows cross the 8-row blocks.
+TEST(KernelQkGemm, DirectLongHeadsMatchReference) {
+  std::mt19937 rng(77);
+  const auto isas = tables();
+  for (CacheElem e : kAllElems)
+    for (size_t M : {1, 2, 9}) check_qk_direct(e, M, 19, 520, rng, isas);
+}
+
 // Packing only converts (exact), so panels must equal the reference bit for bit, padding keys 0; the
 // packed GEMM then has the same dot-product bound as the direct form.
 TEST(KernelQkGemm, PackAndPackedGemmMatchReference) {
