@@ -9,32 +9,27 @@
 #include "qk_gemm/limb_query.h"
 #include "qk_gemm/qk_gemm.h"
 #include "sv_gemm/sv_gemm.h"
+#include "unroll.h"
 
 namespace attnkit {
 namespace {
 
-// Keys [R0, R0 + 2) of a tile read together along H, lo and hi halves into separate accumulators, then
-// the next pair: two row streams at a time follow a cache read from memory far better than R
-// interleaved ones (see qk_row_group in x86_gemm_impl.h).
+// Keys [R0, R0 + 2) of a tile read together, 8 elements at a time with one accumulator per (row, key), then the
+// next pair: the shape of qk_key_pairs in x86_gemm_impl.h, which reads a decode block from DRAM at twice the rate
+// of split (lo/hi) accumulators.
 template <class T, class E, int MB, int R, int R0>
-inline void qk128_row_group(size_t H, const float* const* q, const uint8_t* K, size_t ldk,
+inline void qk128_key_pairs(size_t H, const float* const* q, const uint8_t* K, size_t ldk,
                             typename T::V (&acc)[MB][R]) {
   using V = typename T::V;
   constexpr int R1 = R0 + 2 < R ? R0 + 2 : R;
-  V upper[MB][2];
-  for (int i = 0; i < MB; ++i) upper[i][0] = upper[i][1] = T::zero();
   for (size_t d = 0; d < H; d += 8)
-    for (int r = R0; r < R1; ++r) {
+    ATTNKIT_UNROLL for (int r = R0; r < R1; ++r) {
       V lo, hi;
       T::load8(E{}, K + r * ldk, d, lo, hi);
-      for (int i = 0; i < MB; ++i) {
-        acc[i][r] = T::mac(T::load(q[i] + d), lo, acc[i][r]);
-        upper[i][r - R0] = T::mac(T::load(q[i] + d + 4), hi, upper[i][r - R0]);
-      }
+      ATTNKIT_UNROLL for (int i = 0; i < MB; ++i)
+        acc[i][r] = T::mac(T::load(q[i] + d + 4), hi, T::mac(T::load(q[i] + d), lo, acc[i][r]));
     }
-  for (int r = R0; r < R1; ++r)
-    for (int i = 0; i < MB; ++i) acc[i][r] = T::add(acc[i][r], upper[i][r - R0]);
-  if constexpr (R1 < R) qk128_row_group<T, E, MB, R, R1>(H, q, K, ldk, acc);
+  if constexpr (R1 < R) qk128_key_pairs<T, E, MB, R, R1>(H, q, K, ldk, acc);
 }
 
 template <class T, class E, int MB, int R>
@@ -42,21 +37,22 @@ inline void qk128_tile(size_t H, const float* const* q, const uint8_t* K, size_t
                        float* const* c) {
   using V = typename T::V;
   V acc[MB][R];
-  for (int i = 0; i < MB; ++i)
-    for (int r = 0; r < R; ++r) acc[i][r] = T::zero();
-  qk128_row_group<T, E, MB, R, 0>(H, q, K, ldk, acc);
-  for (int i = 0; i < MB; ++i)
-    for (int r = 0; r < R; ++r) c[i][r] = alpha * T::hsum(acc[i][r]);
+  ATTNKIT_UNROLL for (int i = 0; i < MB; ++i)
+    ATTNKIT_UNROLL for (int r = 0; r < R; ++r) acc[i][r] = T::zero();
+  qk128_key_pairs<T, E, MB, R, 0>(H, q, K, ldk, acc);
+  ATTNKIT_UNROLL for (int i = 0; i < MB; ++i)
+    ATTNKIT_UNROLL for (int r = 0; r < R; ++r) c[i][r] = alpha * T::hsum(acc[i][r]);
 }
 
 template <class T, class E, int MB>
 void qk128_rows(size_t N, size_t H, const float* const* q, const uint8_t* K, size_t ldk, float alpha,
                 float* const* c_rows) {
+  constexpr int R = T::direct_keys_for_rows(MB);
   float* c[MB];
   size_t j = 0;
-  for (; j + 4 <= N; j += 4) {
+  for (; j + R <= N; j += R) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
-    qk128_tile<T, E, MB, 4>(H, q, K + j * ldk, ldk, alpha, c);
+    qk128_tile<T, E, MB, R>(H, q, K + j * ldk, ldk, alpha, c);
   }
   for (; j < N; ++j) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;

@@ -29,6 +29,8 @@ using cache_elem::S8;
 #if defined(ATTNKIT_VEC128_NEON)
 struct Vec128 {
   static constexpr int kTileRows = 4, kTileVecs = 4;  // packed QK / SV register tile (32 registers)
+  // Direct QK: keys per tile for mb query rows (mb x 4 accumulators fit the 32 registers).
+  static constexpr int direct_keys_for_rows(int) { return 4; }
   using V = simde_float32x4_t;
   using Vi = simde_int32x4_t;
   using M = simde_uint32x4_t;
@@ -135,6 +137,9 @@ struct Vec128 {
   // Packed QK / SV tile: V8's x64 code allocates 15 vector registers and a product needs a temporary
   // (no FMA), so 8 accumulators; 6 x 2 spilled two of them through memory every step.
   static constexpr int kTileRows = 4, kTileVecs = 2;
+  // Direct QK: keys per tile for mb query rows; mb x keys accumulators plus the two K halves, a query vector
+  // and a product stay within those 15 registers.
+  static constexpr int direct_keys_for_rows(int mb) { return mb <= 2 ? 4 : 2; }
   using V = simde_v128_t;
   using Vi = simde_v128_t;
   using M = simde_v128_t;
