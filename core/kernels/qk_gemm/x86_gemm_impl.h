@@ -33,9 +33,9 @@ inline void qk_steps(size_t H, const float* const* q, const uint8_t* K, size_t l
 
 // Keys [R0, R0 + 2) of a tile, read together W elements at a time with one accumulator per (row, key), then the next
 // pair. ahead (decode blocks only, else null) is the same tile kStreamPrefetchRows further on: each pair asks for its
-// own rows there, so the requests stay spread out. With the unrolled loops and aligned query rows of qk_direct, 2 rows
-// at H=128 (fp32, Zen 5) read 24.5-32 GB/s from DRAM where split chains and one prefetch burst per tile read 13.7-16
-// (a plain sum: 29-39), and 2-2.7x faster from L2.
+// own rows there, so the requests stay spread out. Both over aligned query rows (AVX512, fp32, H=128, Zen 5): 2 rows
+// read 27.7 GB/s from DRAM and 76 from L2 where split chains and one prefetch burst per tile read 25.2 and 53; 4 rows
+// 26.5 and 57.5 against 21.9 and 41.3.
 template <class I, class E, int MB, int R, int R0>
 inline void qk_key_pairs(size_t H, const float* const* q, const uint8_t* K, size_t ldk, const uint8_t* ahead,
                          typename I::V (&acc)[MB][R]) {
@@ -53,8 +53,9 @@ inline void qk_tile(size_t H, const float* const* q, const uint8_t* K, size_t ld
   V acc[MB][R];
   ATTNKIT_UNROLL for (int i = 0; i < MB; ++i)
     ATTNKIT_UNROLL for (int r = 0; r < R; ++r) acc[i][r] = I::zero();
-  if constexpr (std::is_same<E, S8>::value) {
-    // int8 (AVX2 and AVX512 without VNNI) is bound by its conversion, not by memory: all R rows per step.
+  if constexpr (std::is_same<E, S8>::value || MB == 1) {
+    // All R keys per step: int8 (AVX2 and AVX512 without VNNI) is bound by its conversion, not by memory, and one
+    // query row needs every key's chain in flight to cover the FMA latency (key pairs read 4-10% slower there).
     if (ahead) prefetch_lines(ahead, R * ldk);
     qk_steps<I, E, MB, R, 0, R>(H, q, K, ldk, acc);
   } else {
@@ -151,8 +152,8 @@ void qk_direct(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const v
   constexpr bool kS4 = std::is_same<E, S4>::value;
   const size_t Hp = (H / 2 + I::W - 1) / I::W * I::W;
   // The query rows are copied to 64-byte aligned rows (s4: split into even and odd halves) that every key reloads:
-  // a query at 16 bytes past a line made each zmm load a split load, and 4 rows at H=128 read 13.6 instead of
-  // 25.6 GB/s from DRAM (AVX512, Zen 5). Short rows live on the stack, longer ones on the heap.
+  // a query at 16 bytes past a line made each zmm load a split load, and 4 rows at H=128 read 12.3 instead of
+  // 21.9 GB/s from DRAM (AVX512, Zen 5). Short rows live on the stack, longer ones on the heap.
   const size_t ld = kS4 ? 2 * Hp : (H + 15) / 16 * 16;
   alignas(64) float stack_rows[I::kMaxRows * 512];
   std::vector<float> heap_rows;
