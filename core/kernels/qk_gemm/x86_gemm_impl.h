@@ -402,8 +402,7 @@ void sv_stream_keys(size_t j, size_t H, const float* P, size_t ldp, const uint8_
 template <class I, class E, int MB>
 void sv_stream(size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv, float* O, size_t ldo,
                bool accumulate) {
-  // Broadcasts for MB rows x KG keys, KG V vectors and an accumulator fit 16 registers.
-  constexpr int KG = MB <= 2 ? 4 : 2;
+  constexpr int KG = I::sv_stream_keys(MB);
   if (!accumulate)
     for (int i = 0; i < MB; ++i) std::fill(O + i * ldo, O + i * ldo + H, 0.0f);
   size_t j = 0;

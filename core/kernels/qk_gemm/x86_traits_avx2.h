@@ -19,6 +19,9 @@ struct Avx2 {
   // SV: the 6 x 16 shape of packed QK (12 accumulators, 2 V loads and 6 broadcasts per key).
   static constexpr int kSvRows = 6;
   static constexpr int sv_vecs_for_rows(int mb) { return mb == 1 ? 8 : mb == 2 ? 4 : 2; }
+  // Decode SV (sv_stream): V rows per group; broadcasts for mb rows x keys, the keys' V vectors and an
+  // accumulator fit the 16 registers.
+  static constexpr int sv_stream_keys(int mb) { return mb <= 2 ? 4 : 2; }
 
   static __m256i tail_mask(size_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

@@ -23,6 +23,11 @@ struct Avx512 {
   // One or two rows (decode) take whole 128-column rows, so V streams through once in order.
   static constexpr int kSvRows = 6;
   static constexpr int sv_vecs_for_rows(int mb) { return mb <= 2 ? 8 : 4; }
+  // Decode SV (sv_stream): V rows per group, as many as the 32 registers hold (mb x keys broadcasts, the keys' V
+  // vectors, an accumulator); fewer keys per group mean more output loads and stores per key. Against the 4 / 2
+  // that fit AVX2's 16, from L2: 2 rows int8 31-32 -> 40.5 GB/s and fp32 79-83 -> 92-97; 4 rows int8 9.5 -> 18
+  // and fp32 32 -> 55 (from DRAM 9 -> 13-16.5 and 18-21 -> 24-26). Decode T=4096 int8 in place: 338-366 -> 293-311 us.
+  static constexpr int sv_stream_keys(int mb) { return mb <= 2 ? 8 : 4; }
 
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float x) { return _mm512_set1_ps(x); }
