@@ -203,8 +203,8 @@ TEST(KernelQkGemm, DirectMatchesReferenceForEveryIsaShapeAndDtype) {
   for_each_grid_shape([&](CacheElem e, size_t M, size_t N, size_t H) { check_qk_direct(e, M, N, H, rng, isas); });
 }
 
-// Heads longer than 512 elements: the x86 direct QK copies its query rows to the heap instead of the stack,
-// and the limb kernels hand such rows to their fp32 fallback; 9 rows cross the 8-row blocks.
+// Heads longer than 512 elements: the x86 direct QK copies its query rows to the heap instead of the stack (the
+// limb kernels take int8/int4 rows up to kLimbMaxH themselves); 9 rows cross the 8-row blocks.
 TEST(KernelQkGemm, DirectLongHeadsMatchReference) {
   std::mt19937 rng(77);
   const auto isas = tables();

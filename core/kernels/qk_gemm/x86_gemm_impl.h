@@ -118,13 +118,13 @@ void qk_rows(size_t N, size_t H, size_t Hp, const float* const* q, const uint8_t
   const bool streamed = N * ldk >= kStreamMinBytes;
   for (; j + R <= N; j += R) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
-    const bool prefetch = streamed && j + kStreamPrefetchRows + R <= N;
+    const uint8_t* ahead = streamed && j + kStreamPrefetchRows + R <= N ? K + (j + kStreamPrefetchRows) * ldk : nullptr;
     if constexpr (std::is_same<E, S4>::value) {
-      if (prefetch) prefetch_lines(K + (j + kStreamPrefetchRows) * ldk, R * ldk);
+      if (ahead) prefetch_lines(ahead, R * ldk);
       if (full_bytes) qk_tile_s4<I, MB, R, true>(H, Hp, q, K + j * ldk, ldk, alpha, c);
       else qk_tile_s4<I, MB, R, false>(H, Hp, q, K + j * ldk, ldk, alpha, c);
     } else {
-      qk_tile<I, E, MB, R>(H, q, K + j * ldk, ldk, prefetch ? K + (j + kStreamPrefetchRows) * ldk : nullptr, alpha, c);
+      qk_tile<I, E, MB, R>(H, q, K + j * ldk, ldk, ahead, alpha, c);
     }
   }
   for (; j < N; ++j) {
