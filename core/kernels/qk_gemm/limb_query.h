@@ -75,7 +75,8 @@ inline float combine_limbs(int32_t dot_hi, int32_t dot_lo, const LimbRow& r, boo
 }
 
 // The driver every ISA shares. T supplies kMaxRows, kStep (int16 lanes per vector: limb rows are
-// padded to it), keys_for_rows(MB), and
+// padded to it), keys_for_rows(MB), prefetch_rows(N, ldk) and prefetch(p, bytes) (how far ahead to ask
+// for K rows, 0 for never, and how), and
 //   template <int MB, int R, bool S4> static void tile(size_t H, const LimbRow* q, const uint8_t* K,
 //                                                     size_t ldk, float* const* c)
 // which writes the scores of MB rows x R keys to c[i][r], each through combine_limbs' exact formula.
@@ -84,8 +85,10 @@ void limb_rows(size_t N, size_t H, const LimbRow* q, const uint8_t* K, size_t ld
   constexpr int R = T::keys_for_rows(MB);
   float* c[MB];
   size_t j = 0;
+  const size_t ahead = T::prefetch_rows(N, ldk);
   for (; j + R <= N; j += R) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
+    if (ahead && j + ahead + R <= N) T::prefetch(K + (j + ahead) * ldk, R * ldk);
     T::template tile<MB, R, kS4>(H, q, K + j * ldk, ldk, c);
   }
   for (; j < N; ++j) {

@@ -26,6 +26,8 @@ void direct(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void
 struct ScalarLimbs {
   static constexpr int kMaxRows = 4;
   static constexpr size_t kStep = 1;
+  static size_t prefetch_rows(size_t, size_t) { return 0; }  // no prefetch to give
+  static void prefetch(const uint8_t*, size_t) {}
   static constexpr int keys_for_rows(int) { return 1; }
   template <int MB, int R, bool S4>
   static void tile(size_t H, const LimbRow* q, const uint8_t* K, size_t ldk, float* const* c) {

@@ -89,6 +89,8 @@ struct Simd128Limbs {
   using Vi = typename T::Vi;
   static constexpr int kMaxRows = 4;
   static constexpr size_t kStep = 8;
+  static size_t prefetch_rows(size_t, size_t) { return 0; }  // no prefetch to give
+  static void prefetch(const uint8_t*, size_t) {}
   static constexpr int keys_for_rows(int mb) { return mb == 1 ? 4 : 2; }
 
   template <int MB, int R, bool S4>

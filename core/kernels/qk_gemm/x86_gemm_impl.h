@@ -32,7 +32,7 @@ inline void qk_steps(size_t H, const float* const* q, const uint8_t* K, size_t l
 }
 
 // Keys [R0, R0 + 2) of a tile, read together W elements at a time with one accumulator per (row, key), then the next
-// pair. ahead (decode blocks only, else null) is the same tile kStreamPrefetchRows further on: each pair asks for its
+// pair. ahead (decode blocks only, else null) is the same tile stream_prefetch_rows further on: each pair asks for its
 // own rows there, so the requests stay spread out. Both over aligned query rows (AVX512, fp32, H=128, Zen 5): 2 rows
 // read 27.7 GB/s from DRAM and 76 from L2 where split chains and one prefetch burst per tile read 25.2 and 53; 4 rows
 // 26.5 and 57.5 against 21.9 and 41.3.
@@ -115,10 +115,10 @@ void qk_rows(size_t N, size_t H, size_t Hp, const float* const* q, const uint8_t
   const bool full_bytes = (H / 2) % I::W == 0;
   float* c[MB];
   size_t j = 0;
-  const bool streamed = N * ldk >= kStreamMinBytes;
+  const size_t rows_ahead = N * ldk >= kStreamMinBytes ? stream_prefetch_rows(ldk) : N;
   for (; j + R <= N; j += R) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
-    const uint8_t* ahead = streamed && j + kStreamPrefetchRows + R <= N ? K + (j + kStreamPrefetchRows) * ldk : nullptr;
+    const uint8_t* ahead = j + rows_ahead + R <= N ? K + (j + rows_ahead) * ldk : nullptr;
     if constexpr (std::is_same<E, S4>::value) {
       if (ahead) prefetch_lines(ahead, R * ldk);
       if (full_bytes) qk_tile_s4<I, MB, R, true>(H, Hp, q, K + j * ldk, ldk, alpha, c);
@@ -406,8 +406,9 @@ void sv_stream(size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V,
   if (!accumulate)
     for (int i = 0; i < MB; ++i) std::fill(O + i * ldo, O + i * ldo + H, 0.0f);
   size_t j = 0;
+  const size_t rows_ahead = stream_prefetch_rows(ldv);
   for (; j + KG <= N; j += KG) {
-    if (j + kStreamPrefetchRows + KG <= N) prefetch_lines(V + (j + kStreamPrefetchRows) * ldv, KG * ldv);
+    if (j + rows_ahead + KG <= N) prefetch_lines(V + (j + rows_ahead) * ldv, KG * ldv);
     sv_stream_keys<I, E, MB, KG>(j, H, P, ldp, V, ldv, O, ldo);
   }
   for (; j < N; ++j) sv_stream_keys<I, E, MB, 1>(j, H, P, ldp, V, ldv, O, ldo);

@@ -4,6 +4,8 @@
 // widened to int16 once for both limbs of every query row; sums are reduced 8 keys at a time.
 #pragma once
 #include "qk_gemm/limb_query.h"
+#include "qk_gemm/x86_common.h"
+#include "sv_gemm/sv_gemm.h"
 
 namespace attnkit {
 namespace {
@@ -14,6 +16,9 @@ struct X86Limbs {
   static constexpr int kMaxRows = I::kLimbRows;
   static constexpr size_t kStep = 2 * I::W;
   static constexpr int keys_for_rows(int mb) { return I::limb_keys_for_rows(mb); }
+  // Decode blocks come from DRAM: ask for the rows the x86 direct QK would (x86_common.h). 0 = no prefetch.
+  static size_t prefetch_rows(size_t N, size_t ldk) { return N * ldk >= kStreamMinBytes ? stream_prefetch_rows(ldk) : 0; }
+  static void prefetch(const uint8_t* p, size_t bytes) { prefetch_lines(p, bytes); }
 
   template <int MB, int R, class Load>
   static void s8_step(const LimbRow* q, const uint8_t* K, size_t ldk, size_t d, Load load, Vi (&ah)[MB][R],
