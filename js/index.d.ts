@@ -29,6 +29,10 @@ export interface CallOptions {
   /** Threads for this call (0/absent: the init() setting); clamped to the build's pool. */
   threads?: number;
   path?: 'auto' | 'naive' | 'flash';
+  /** Typed arrays the caller owns and keeps across calls, by output name: they are filled and returned as
+   * that output's data instead of fresh arrays (each must be the output dtype's array type with exactly its
+   * element count). A fresh multi-MB array costs its page faults on every call. */
+  into?: Record<string, TensorData>;
 }
 
 export type Build = 'simd-threaded' | 'simd';
@@ -125,7 +129,7 @@ export class KvCache {
   /** Tokens cached so far. */
   readonly length: number;
   /** New tokens only: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length. */
-  step(inputs: Inputs, attrs: Attributes, options?: { threads?: number; path?: 'auto' | 'naive' | 'flash' }): { output: Tensor };
+  step(inputs: Inputs, attrs: Attributes, options?: { threads?: number; path?: 'auto' | 'naive' | 'flash'; into?: { output: TensorData } }): { output: Tensor };
   clear(): void;
   dispose(): void;
 }

@@ -28,7 +28,10 @@ async function checkCacheMatchesStateless(build, cacheDtype, attrs, extra) {
       value: random('float32', [1, S, Nk * H], 10 * step + 3),
       ...extra,
     };
-    const cached = cache.step(fresh, attrs);
+    // Single-token steps fill one output array the caller keeps (the `into` option), as a decode loop would.
+    const target = S === 1 ? new Float32Array(N * H) : undefined;
+    const cached = cache.step(fresh, attrs, target ? { into: { output: target } } : {});
+    if (target) assert.equal(cached.output.data, target);
     const total = length + S;
     const stateless = inst.groupQueryAttention({
       ...fresh,

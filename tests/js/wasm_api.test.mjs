@@ -202,6 +202,34 @@ for (const build of BUILDS) {
       assert.deepEqual(ak.groupQueryAttention(a.inputs, a.attrs).output.data, snapshot);
     });
 
+    test('into: the caller\'s arrays are filled and returned; bad ones are refused before any is written', () => {
+      const { inputs, attrs } = smallGqa(6);
+      const fresh = ak.groupQueryAttention(inputs, attrs);
+      const into = { output: new Float32Array(320), present_key: new Float32Array(160) };
+      const filled = ak.groupQueryAttention(inputs, attrs, { into });
+      assert.equal(filled.output.data, into.output);
+      assert.equal(filled.present_key.data, into.present_key);
+      for (const name of ['output', 'present_key', 'present_value']) assert.deepEqual(filled[name], fresh[name]);
+      // A view into a larger buffer is filled where it lies, and nothing around it is touched.
+      const backing = new Float32Array(330).fill(7);
+      ak.groupQueryAttention(inputs, attrs, { into: { output: backing.subarray(5, 325) } });
+      assert.deepEqual(backing.subarray(5, 325), fresh.output.data);
+      assert.deepEqual([...backing.subarray(0, 5), ...backing.subarray(325)], Array(10).fill(7));
+      const cases = [
+        [{ output: new Float64Array(320) }, /^GroupQueryAttention: into.output must be a Float32Array of 320 elements \(float32 \[1, 5, 64\]\), got a Float64Array of 320$/],
+        [{ output: new Float32Array(319) }, /into.output must be a Float32Array of 320 elements/],
+        [{ output_qk: new Float32Array(10) }, /into.output_qk is not an output of this call \(it produces output, present_key, present_value\)/],
+        [{ output: [1, 2, 3] }, /into.output must be a typed array, got Array/],
+      ];
+      for (const [bad, pattern] of cases) {
+        const untouched = new Float32Array(160);
+        assert.throws(() => ak.groupQueryAttention(inputs, attrs, { into: { present_key: untouched, ...bad } }),
+          (e) => e instanceof AttnkitError && e.code === 2 && pattern.test(e.message));
+        assert.ok(untouched.every((x) => x === 0), 'a refused call writes none of the arrays');
+      }
+      assert.throws(() => ak.groupQueryAttention(inputs, attrs, { into: 5 }), (e) => e instanceof AttnkitError && /into must be an object/.test(e.message));
+    });
+
     test('100 calls in a row (and failing ones) do not grow wasm memory', () => {
       const { inputs, attrs } = smallGqa(5);
       const big = { ...inputs };
