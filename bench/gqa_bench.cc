@@ -88,11 +88,13 @@ void report_host(benchmark::State& state) {
   static const double fma256 = bench::measured_fma_peak_gflops(false);
   static const double dram = bench::measured_read_bandwidth_gbs(size_t{256} << 20);
   static const double l3 = bench::measured_read_bandwidth_gbs(size_t{8} << 20);
+  static const double dram2 = bench::measured_read_bandwidth_gbs(size_t{256} << 20, 2);
   for (auto _ : state) benchmark::DoNotOptimize(fma512);
   state.counters["fma_avx512_GFLOPs_1core"] = fma512;
   state.counters["fma_avx2_GFLOPs_1core"] = fma256;
   state.counters["read_256MiB_GBs_1thread"] = dram;
   state.counters["read_8MiB_GBs_1thread"] = l3;
+  state.counters["read_256MiB_GBs_2threads"] = dram2;
 }
 
 // args: T, cache kind, threads, path (0 naive, 1 flash)

@@ -1,10 +1,12 @@
 // attnkit benches: this host's physical limits, measured in the same run as the benchmarks.
 // The host is shared and noisy, so speed is reported as a fraction of a peak measured moments before,
-// never against a constant: fp32 FMA throughput of one core and single-thread read bandwidth.
+// never against a constant: fp32 FMA throughput of one core and read bandwidth (one thread, or as many as a
+// multi-thread run uses).
 #pragma once
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <thread>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -81,18 +83,20 @@ __attribute__((target("avx2"), noinline)) inline int int8_mix_loop_avx2(long ite
 constexpr double kInt8MixMacs[2] = {16.0, 32.0};
 #endif
 
-// Sums a buffer with 16 independent lanes (vectorized): one read pass.
+// Sums floats [begin, end) of buf with 16 independent lanes (vectorized): one read pass.
 #if defined(__x86_64__)
 __attribute__((target("avx2")))
 #endif
-inline float read_pass(const std::vector<float>& buf) {
+inline float read_range(const std::vector<float>& buf, size_t begin, size_t end) {
   float acc[16] = {};
-  for (size_t i = 0; i + 16 <= buf.size(); i += 16)
+  for (size_t i = begin; i + 16 <= end; i += 16)
     for (int k = 0; k < 16; ++k) acc[k] += buf[i + k];
   float total = 0.0f;
   for (float a : acc) total += a;
   return total;
 }
+
+inline float read_pass(const std::vector<float>& buf) { return read_range(buf, 0, buf.size()); }
 
 // GFLOP/s of one core, best of a few runs; `wide` selects AVX512 (else AVX2). 0 where the ISA is missing.
 inline double measured_fma_peak_gflops(bool wide) {
@@ -115,17 +119,29 @@ inline double measured_fma_peak_gflops(bool wide) {
 #endif
 }
 
-// GB/s of one thread reading a buffer of `bytes` (best of a few passes after a warm-up pass).
-inline double measured_read_bandwidth_gbs(size_t bytes) {
+// GB/s of `threads` threads together reading a buffer of `bytes`, each its own contiguous share (best of a few
+// passes after a warm-up pass). Decode on several threads is compared with the bandwidth the same threads get.
+inline double measured_read_bandwidth_gbs(size_t bytes, int threads = 1) {
   std::vector<float> buf(bytes / sizeof(float), 1.0f);
+  const size_t share = buf.size() / static_cast<size_t>(threads) / 16 * 16;
+  std::vector<float> sums(static_cast<size_t>(threads));
+  const auto pass = [&] {
+    std::vector<std::thread> workers;
+    for (int t = 1; t < threads; ++t)
+      workers.emplace_back([&, t] { sums[t] = read_range(buf, share * t, share * (t + 1)); });
+    sums[0] = read_range(buf, 0, share);
+    for (auto& w : workers) w.join();
+  };
+  pass();
   double best = 0.0;
-  volatile float sink = read_pass(buf);
   for (int rep = 0; rep < 5; ++rep) {
     auto t0 = std::chrono::steady_clock::now();
-    sink = sink + read_pass(buf);
+    pass();
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, static_cast<double>(bytes) / s * 1e-9);
+    best = std::max(best, static_cast<double>(share * threads * sizeof(float)) / s * 1e-9);
   }
+  volatile float sink = sums[0];
+  (void)sink;
   return best;
 }
 
