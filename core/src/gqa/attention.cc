@@ -217,6 +217,12 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
 // row tiles (6 rows on AVX512 and AVX2). Each segment multiplies only the keys one of its rows sees, so
 // on the causal diagonal (and at a window's start) the masked corners are skipped, not computed.
 constexpr int64_t kRowSegment = 12;
+// Consecutive segments that see the same keys share one SV call of up to this many rows (their scores, 192 KB
+// at 512-key blocks, stay in L2). wasm, one thread, prefill S=T=512, old and new modules alternating: int8
+// 34.2-35.0 -> 32.7-33.6 ms, int4 35.9-36.7 -> 33.6-34.3 (V is converted to fp32 once per call there, so
+// once per run instead of once per 12 rows); 48-row runs gained half as much, 384-row runs no more. Native:
+// no change the noise resolved.
+constexpr int64_t kSvRunRows = 96;
 
 // Keys [j0, j0 + n) of one segment's rows r0..r1: the online-softmax update of those rows. Their score
 // rows at s.scores + r*span hold alpha * q.k for block keys [k0, k1) (relative to j0), the union of the
@@ -251,6 +257,11 @@ void flash_segment_softmax(const AttentionContext& c, Scratch& s, const Tile& ti
   }
 }
 
+// Rows [r0, r1) of a flash task whose SV waits for one call over block keys [k0, k1).
+struct SvRun {
+  int64_t r0 = 0, r1 = 0, k0 = 0, k1 = 0;
+};
+
 // Flash: online softmax over keys [c0, c1) of the task's visible range, in blocks of Bc keys.
 // Leaves the unnormalized output in o_tile and the running max/sum in row_max/row_sum.
 void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t c0, int64_t c1,
@@ -276,6 +287,15 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
       for (size_t at = 0; at < static_cast<size_t>(n) * c.row_bytes; at += 64) __builtin_prefetch(v + at, 0, 2);
       c.qk_pack(n, H, k, c.row_bytes, s.panels);
     }
+    // SV runs once per run of segments (kSvRunRows): every output is the same chain over the same keys, so the
+    // bits do not depend on how rows are grouped.
+    SvRun run;
+    const auto flush = [&] {
+      if (run.r1 > run.r0)
+        c.sv(run.r1 - run.r0, run.k1 - run.k0, H, s.scores + run.r0 * s.span + run.k0, s.span,
+             tile.v + static_cast<size_t>(j0 + run.k0) * c.row_bytes, c.row_bytes, s.o_tile + run.r0 * H, H, true);
+      run = SvRun();
+    };
     for (int64_t r0 = 0; r0 < M; r0 += kRowSegment) {
       const int64_t r1 = std::min(M, r0 + kRowSegment);
       // Keys [k0, k1) of the block that some row of the segment sees.
@@ -301,9 +321,13 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
                     scores + k0, s.span);
       }
       flash_segment_softmax(c, s, tile, r0, r1, j0, n, k0, k1);
-      c.sv(rows, k1 - k0, H, scores + k0, s.span, tile.v + static_cast<size_t>(j0 + k0) * c.row_bytes,
-           c.row_bytes, s.o_tile + r0 * H, H, true);
+      if (run.r1 != r0 || run.k0 != k0 || run.k1 != k1 || r0 - run.r0 >= kSvRunRows) {
+        flush();
+        run = SvRun{r0, r0, k0, k1};
+      }
+      run.r1 = r1;
     }
+    flush();
   }
 }
 
