@@ -119,7 +119,9 @@ function packArguments(Module, op, attrsJson, inputs, outputsCsv, path) {
 // of a 512-token prefill); filling one the caller keeps across calls is a plain copy (0.1 ms).
 function checkInto(what, into) {
   if (into === undefined) return;
-  if (into === null || typeof into !== 'object') throw new AttnkitError(`${what}: into must be an object of typed arrays by output name`);
+  if (into === null || typeof into !== 'object') {
+    throw new AttnkitError(`${what}: into must be an object of typed arrays by output name`);
+  }
   for (const [name, a] of Object.entries(into)) {
     if (!ArrayBuffer.isView(a) || a instanceof DataView) {
       throw new AttnkitError(`${what}: into.${name} must be a typed array, got ${a?.constructor?.name ?? typeof a}`);
@@ -144,16 +146,17 @@ function readResults(Module, result, what, into = {}) {
   // Every target is checked before any is written, so a refused call leaves the caller's arrays as they were.
   for (const name of Object.keys(into)) {
     if (!found.some((r) => r.name === name)) {
-      throw new AttnkitError(`${what}: into.${name} is not an output of this call (it produces ${found.map((r) => r.name).join(', ')})`);
+      const produced = found.map((r) => r.name).join(', ');
+      throw new AttnkitError(`${what}: into.${name} is not an output of this call (it produces ${produced})`);
     }
   }
   for (const { name, dtype, shape, byteLength } of found) {
     const target = into[name];
-    const Array = DTYPES[dtype].array;
-    const length = byteLength / Array.BYTES_PER_ELEMENT;
-    if (target && !(target instanceof Array && target.length === length)) {
-      throw new AttnkitError(`${what}: into.${name} must be a ${Array.name} of ${length} elements (${dtype} [${shape.join(', ')}]), ` +
-        `got a ${target.constructor.name} of ${target.length}`);
+    const ArrayType = DTYPES[dtype].array;
+    const length = byteLength / ArrayType.BYTES_PER_ELEMENT;
+    if (target && !(target instanceof ArrayType && target.length === length)) {
+      throw new AttnkitError(`${what}: into.${name} must be a ${ArrayType.name} of ${length} elements `
+        + `(${dtype} [${shape.join(', ')}]), got a ${target.constructor.name} of ${target.length}`);
     }
   }
   const outputs = {};
@@ -206,7 +209,8 @@ export function runOperator(Module, op, inputs, attrs, options = {}) {
 // One step of a KV cache living in wasm memory (attnkit_kv_cache_step); returns { output }.
 export function stepKvCache(Module, cache, inputs, attrs, options = {}) {
   const threads = options.threads ?? 0;
-  return callPacked(Module, 'GroupQueryAttention', inputs, attrs, { path: options.path, into: options.into }, (args, count) =>
+  const { path, into } = options;
+  return callPacked(Module, 'GroupQueryAttention', inputs, attrs, { path, into }, (args, count) =>
     Module._attnkit_kv_cache_step(cache, args.attrs, args.records, count, threads, args.path, args.resultSlot));
 }
 

@@ -115,7 +115,7 @@ void qk_rows(size_t N, size_t H, size_t Hp, const float* const* q, const uint8_t
   const bool full_bytes = (H / 2) % I::W == 0;
   float* c[MB];
   size_t j = 0;
-  const size_t rows_ahead = N * ldk >= kStreamMinBytes ? stream_prefetch_rows(ldk) : N;
+  const size_t rows_ahead = N * ldk >= kStreamMinBytes ? stream_prefetch_rows(ldk) : N;  // N: never
   for (; j + R <= N; j += R) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
     const uint8_t* ahead = j + rows_ahead + R <= N ? K + (j + rows_ahead) * ldk : nullptr;
@@ -443,13 +443,13 @@ void sv_gemm_x86(size_t M, size_t N, size_t H, const float* P, size_t ldp, const
                  float* O, size_t ldo, bool accumulate) {
   if constexpr (!std::is_same<E, S4>::value) {
     const uint8_t* v = static_cast<const uint8_t*>(V);
-    if (sv_streams(M, N, ldv) && M <= 2 &&
-        (M == 1 ? sv_stream_resident<I, E, 1>(N, H, P, ldp, v, ldv, O, ldo, accumulate)
-                : sv_stream_resident<I, E, 2>(N, H, P, ldp, v, ldv, O, ldo, accumulate)))
-      return;
-    if (sv_streams(M, N, ldv) && H % I::W == 0)
-      return sv_stream_dispatch<I, E, kSvStreamMaxRows>(static_cast<int>(M), N, H, P, ldp,
-                                                        static_cast<const uint8_t*>(V), ldv, O, ldo, accumulate);
+    if (sv_streams(M, N, ldv)) {
+      if (M == 1 && sv_stream_resident<I, E, 1>(N, H, P, ldp, v, ldv, O, ldo, accumulate)) return;
+      if (M == 2 && sv_stream_resident<I, E, 2>(N, H, P, ldp, v, ldv, O, ldo, accumulate)) return;
+      if (H % I::W == 0)
+        return sv_stream_dispatch<I, E, kSvStreamMaxRows>(static_cast<int>(M), N, H, P, ldp, v, ldv, O, ldo,
+                                                          accumulate);
+    }
   }
   for (size_t i0 = 0; i0 < M; i0 += I::kSvRows) {
     const int mb = static_cast<int>(std::min<size_t>(I::kSvRows, M - i0));
