@@ -11,6 +11,7 @@
 
 #include "qk_gemm/cache_elem.h"
 #include "qk_gemm/qk_gemm.h"
+#include "sv_gemm/sv_gemm.h"
 #include "unroll.h"
 
 namespace attnkit {
@@ -31,6 +32,10 @@ constexpr size_t kStreamPrefetchRows = 16;
 constexpr size_t kStreamPrefetchMinBytes = 4096;
 inline size_t stream_prefetch_rows(size_t row_bytes) {
   return std::max(kStreamPrefetchRows, kStreamPrefetchMinBytes / row_bytes);
+}
+// How far ahead the direct QK kernels ask for a block of N rows: 0 (never) below a decode block.
+inline size_t block_prefetch_rows(size_t N, size_t row_bytes) {
+  return N * row_bytes >= kStreamMinBytes ? stream_prefetch_rows(row_bytes) : 0;
 }
 
 inline void prefetch_lines(const uint8_t* p, size_t bytes) {

@@ -115,10 +115,10 @@ void qk_rows(size_t N, size_t H, size_t Hp, const float* const* q, const uint8_t
   const bool full_bytes = (H / 2) % I::W == 0;
   float* c[MB];
   size_t j = 0;
-  const size_t rows_ahead = N * ldk >= kStreamMinBytes ? stream_prefetch_rows(ldk) : N;  // N: never
+  const size_t rows_ahead = block_prefetch_rows(N, ldk);
   for (; j + R <= N; j += R) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
-    const uint8_t* ahead = j + rows_ahead + R <= N ? K + (j + rows_ahead) * ldk : nullptr;
+    const uint8_t* ahead = rows_ahead && j + rows_ahead + R <= N ? K + (j + rows_ahead) * ldk : nullptr;
     if constexpr (std::is_same<E, S4>::value) {
       if (ahead) prefetch_lines(ahead, R * ldk);
       if (full_bytes) qk_tile_s4<I, MB, R, true>(H, Hp, q, K + j * ldk, ldk, alpha, c);

@@ -71,14 +71,12 @@ struct Vec128 {
     const simde_uint32x4_t s = simde_vandq_u32(simde_vreinterpretq_u32_f32(sgn), simde_vdupq_n_u32(0x80000000u));
     return simde_vreinterpretq_f32_u32(simde_vorrq_u32(simde_vreinterpretq_u32_f32(mag), s));
   }
-  static Vi to_int_exact(V integral) { return simde_vcvtq_s32_f32(integral); }
   static V pow2_of_int_valued(V n) {
     const Vi e = simde_vshlq_n_s32(simde_vaddq_s32(simde_vcvtq_s32_f32(n), simde_vdupq_n_s32(127)), 23);
     return simde_vreinterpretq_f32_s32(e);
   }
   static float hmax(V v) { return simde_vmaxvq_f32(v); }
   static float hsum(V v) { return simde_vaddvq_f32(v); }
-  static V from_int(Vi v) { return simde_vcvtq_f32_s32(v); }
   static V bits(Vi v) { return simde_vreinterpretq_f32_s32(v); }
 
   // 8 cache elements [d, d+8) as lo (first 4) and hi.
@@ -166,7 +164,6 @@ struct Vec128 {
   static V copy_sign_of(V mag, V sgn) {
     return simde_wasm_v128_or(mag, simde_wasm_v128_and(sgn, simde_wasm_i32x4_splat(INT32_MIN)));
   }
-  static Vi to_int_exact(V integral) { return simde_wasm_i32x4_trunc_sat_f32x4(integral); }
   // 2^n through the magic number 1.5 * 2^23: n + magic holds n + 2^22 in its low mantissa bits, and the shift by
   // 23 keeps only the low 9 bits of (that + 127), which are n + 127 for the exp's n in [-126, 128]. V8 lowers
   // i32x4.trunc_sat_f32x4 to about 8 x64 instructions (NaN and saturation fix-ups); this is 3.
@@ -186,7 +183,6 @@ struct Vec128 {
     store(l, v);
     return (l[0] + l[1]) + (l[2] + l[3]);
   }
-  static V from_int(Vi v) { return simde_wasm_f32x4_convert_i32x4(v); }
 
   static void load8(F32, const uint8_t* row, size_t d, V& lo, V& hi) {
     const float* p = reinterpret_cast<const float*>(row) + d;
