@@ -209,34 +209,32 @@ struct Vec128 {
     lo = f16x4(simde_wasm_u32x4_extend_low_u16x8(v));
     hi = f16x4(simde_wasm_u32x4_extend_high_u16x8(v));
   }
-  // Small integers to float through the magic number 1.5 * 2^23 (exact for |x| < 2^22): LLVM 14 fuses
-  // extend + f32x4.convert_i32x4 into an int16->float conversion that it then scalarizes lane by lane.
-  static V small_int_to_float(Vi x) {
-    const Vi biased = simde_wasm_i32x4_add(x, simde_wasm_i32x4_splat(0x4B400000));
-    return simde_wasm_f32x4_sub(biased, simde_wasm_f32x4_splat(12582912.0f));
+  // Bytes to float through the magic number 1.5 * 2^23: interleaving the zero-extended bytes (int16 lanes) with
+  // the magic's upper half builds its bit pattern plus the byte in one unpack, and one subtraction removes the
+  // magic and the byte's offset, exactly. LLVM 14 fuses extend + f32x4.convert_i32x4 into an int16->float
+  // conversion that it then scalarizes lane by lane; this takes 2 instructions per 4 lanes instead.
+  static void bytes_to_float(V u16, float offset, V& lo, V& hi) {
+    const V magic = simde_wasm_i16x8_splat(0x4B40);
+    const V bias = simde_wasm_f32x4_splat(12582912.0f + offset);
+    lo = simde_wasm_f32x4_sub(simde_wasm_i16x8_shuffle(u16, magic, 0, 8, 1, 9, 2, 10, 3, 11), bias);
+    hi = simde_wasm_f32x4_sub(simde_wasm_i16x8_shuffle(u16, magic, 4, 12, 5, 13, 6, 14, 7, 15), bias);
   }
-  static void widen8(V b, V& lo, V& hi) {
-    const V w = simde_wasm_i16x8_extend_low_i8x16(b);
-    lo = small_int_to_float(simde_wasm_i32x4_extend_low_i16x8(w));
-    hi = small_int_to_float(simde_wasm_i32x4_extend_high_i16x8(w));
-  }
-  static void load8(S8, const uint8_t* row, size_t d, V& lo, V& hi) {
-    widen8(simde_wasm_v128_load64_zero(row + d), lo, hi);
+  static void load8(S8, const uint8_t* row, size_t d, V& lo, V& hi) {  // int8 + 128 as unsigned bytes
+    const V u = simde_wasm_v128_xor(simde_wasm_u16x8_load8x8(row + d), simde_wasm_i16x8_splat(0x80));
+    bytes_to_float(u, 128.0f, lo, hi);
   }
   static void load8(S4, const uint8_t* row, size_t d, V& lo, V& hi) {
-    const V v = simde_wasm_v128_load32_zero(row + d / 2);
-    const V l = simde_wasm_v128_and(v, simde_wasm_i8x16_splat(0x0f));
-    const V h = simde_wasm_u8x16_shr(v, 4);
-    const V z = simde_wasm_i8x16_shuffle(l, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    widen8(simde_wasm_i8x16_sub(z, simde_wasm_i8x16_splat(8)), lo, hi);
+    const V x = simde_wasm_u16x8_extend_low_u8x16(simde_wasm_v128_load32_zero(row + d / 2));
+    const V even = simde_wasm_v128_and(x, simde_wasm_i16x8_splat(0x0f)), odd = simde_wasm_u16x8_shr(x, 4);
+    bytes_to_float(simde_wasm_i16x8_shuffle(even, odd, 0, 8, 1, 9, 2, 10, 3, 11), 8.0f, lo, hi);
   }
 
   // Integer limb QK (Simd128Limbs in qk_gemm/simd128_gemm_impl.h): 8 int16 lanes, int32 sums.
   using I16 = simde_v128_t;
   static I16 i16_load(const int16_t* p) { return simde_wasm_v128_load(p); }
   static I16 i16_widen_s8(const uint8_t* p) { return simde_wasm_i16x8_load8x8(p); }
-  static I16 i16_widen_u8(const uint8_t* p, size_t n) {
-    if (n >= 8) return simde_wasm_u16x8_load8x8(p);
+  static I16 i16_widen_u8(const uint8_t* p) { return simde_wasm_u16x8_load8x8(p); }
+  static I16 i16_widen_u8_tail(const uint8_t* p, size_t n) {  // n < 8 bytes, zero-padded
     uint8_t b[8] = {0};
     std::memcpy(b, p, n);
     return simde_wasm_u16x8_load8x8(b);
