@@ -277,9 +277,11 @@ namespace {
 
 void run_q_attention(const QAttentionProblem& p, const KernelTable& kt, int threads, const QAttentionLayout& lay,
                      const QAttentionRequest& request, QAttentionOutputs* outputs) {
-  outputs->output.reset(DType::kFloat32, {p.batch, p.seq, p.hidden});
+  // attend() writes every output row (the SV product overwrites, T >= 1) and every present row (past, then new):
+  // zeroing them first cost a decode step (S=1, 511 past tokens) a pass over its 3 MB present.
+  outputs->output.reset_uninitialized(DType::kFloat32, {p.batch, p.seq, p.hidden});
   if (request.present) {
-    outputs->present.reset(DType::kFloat32, {2, p.batch, p.heads, p.total, p.head_size});
+    outputs->present.reset_uninitialized(DType::kFloat32, {2, p.batch, p.heads, p.total, p.head_size});
   } else {
     outputs->present = Tensor();
   }
