@@ -84,7 +84,7 @@ function packArguments(Module, op, attrsJson, inputs, outputsCsv, path) {
   const stringAt = strings.map((s) => reserve(s.length, 1));
   const recordsAt = reserve(TENSOR_RECORD_BYTES * Math.max(inputs.length, 1), 8);
   const shapeAt = inputs.map((t) => reserve(8 * Math.max(t.shape.length, 1), 8));
-  const dataAt = inputs.map((t) => reserve(Math.max(t.data.byteLength, 1), 16));
+  const dataAt = inputs.map((t) => reserve(Math.max(t.cache ? t.cache.bytes : t.data.byteLength, 1), 16));
   const resultSlotAt = reserve(4, 4);
   const base = Module._malloc(size) >>> 0;
   if (base === 0) throw new AttnkitError(`out of memory: cannot allocate ${size} bytes of inputs in wasm memory`, 1);
@@ -100,7 +100,16 @@ function packArguments(Module, op, attrsJson, inputs, outputsCsv, path) {
     view.setUint32(record + 12, base + shapeAt[i], true);
     view.setUint32(record + 16, base + dataAt[i], true);
     t.shape.forEach((d, k) => view.setBigInt64(base + shapeAt[i] + 8 * k, BigInt(d), true));
-    bytes.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), base + dataAt[i]);
+    const source = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+    if (!t.cache) {
+      bytes.set(source, base + dataAt[i]);
+      return;
+    }
+    // A past cache laid out with room for the new rows (see sharedCachePlan): each head's rows, then its gap.
+    const { heads, rows, capacity, rowBytes } = t.cache;
+    for (let h = 0; h < heads; h++) {
+      bytes.set(source.subarray(h * rows * rowBytes, (h + 1) * rows * rowBytes), base + dataAt[i] + h * capacity * rowBytes);
+    }
   });
   return {
     base,
@@ -110,6 +119,7 @@ function packArguments(Module, op, attrsJson, inputs, outputsCsv, path) {
     path: path ? base + stringAt[3] : 0,
     records: base + recordsAt,
     resultSlot: base + resultSlotAt,
+    data: dataAt.map((at) => base + at),
   };
 }
 
@@ -129,7 +139,8 @@ function checkInto(what, into) {
   }
 }
 
-function readResults(Module, result, what, into = {}) {
+// The result's tensors as { name, dtype, shape, dataPtr, byteLength }.
+function resultEntries(Module, result) {
   const found = [];
   const count = Module._attnkit_result_count(result);
   for (let i = 0; i < count; i++) {
@@ -143,6 +154,11 @@ function readResults(Module, result, what, into = {}) {
     found.push({ name, dtype, shape, dataPtr: Module._attnkit_result_data(result, i) >>> 0,
       byteLength: Module._attnkit_result_bytes(result, i) >>> 0 });
   }
+  return found;
+}
+
+// Copies tensors (resultEntries' form) out of wasm memory into fresh typed arrays the caller owns, or into `into`.
+function readResults(Module, found, what, into = {}) {
   // Every target is checked before any is written, so a refused call leaves the caller's arrays as they were.
   for (const name of Object.keys(into)) {
     if (!found.some((r) => r.name === name)) {
@@ -174,36 +190,82 @@ function readResults(Module, result, what, into = {}) {
   return outputs;
 }
 
-// Packs the inputs and attributes, calls `invoke(args, count)` (one C entry point taking the packed block),
-// and returns its results as fresh typed arrays; frees everything it allocated in wasm memory.
-function callPacked(Module, what, inputs, attrs, { outputs, path, into } = {}, invoke) {
+// Packs the inputs and attributes, calls `invoke(args, count, shared)` (one C entry point taking the packed block;
+// `shared` when sharedCachePlan chose the in-place form), and returns its results as fresh typed arrays; frees
+// everything it allocated in wasm memory.
+function callPacked(Module, what, inputs, attrs, { outputs, path, into, op } = {}, invoke) {
   if (!inputs || typeof inputs !== 'object') throw new AttnkitError(`${what}: inputs must be an object of tensors`);
   checkInto(what, into);
   const normalized = Object.entries(inputs).map(([name, t]) => ({ name, ...normalizeInput(name, t) }));
+  const shared = op ? sharedCachePlan(op, normalized, attrs, outputs) : null;
+  const packed = shared ? normalized.map((t) => shared.caches[t.name] ?? t) : normalized;
   const attrsJson = JSON.stringify(attrs ?? {}, (key, value) => (typeof value === 'bigint' ? Number(value) : value));
   const outputsCsv = outputs ? outputs.join(',') : '';
-  const args = packArguments(Module, what, attrsJson, normalized, outputsCsv, path);
+  const args = packArguments(Module, what, attrsJson, packed, outputsCsv, path);
   let result = 0;
   try {
-    const rc = invoke(args, normalized.length);
+    const rc = invoke(args, packed.length, shared);
     result = new DataView(heapBuffer(Module)).getUint32(args.resultSlot, true);
     if (rc !== 0) {
       const message = result ? Module.UTF8ToString(Module._attnkit_result_error(result) >>> 0) : '';
       throw new AttnkitError(message || `${what}: internal error (code ${rc})`, rc === 2 ? 2 : 1);
     }
-    return readResults(Module, result, what, into);
+    let found = resultEntries(Module, result);
+    if (shared) {
+      // The caches now hold present_key/present_value: they are read where they lie, in the argument block.
+      const cacheEntry = (name) => {
+        const i = packed.findIndex((t) => t.name === shared.pastOf[name]);
+        const t = packed[i];
+        return { name, dtype: t.dtype, shape: t.shape, dataPtr: args.data[i], byteLength: t.cache.bytes };
+      };
+      found = (outputs ?? ['output', 'present_key', 'present_value'])
+        .map((name) => found.find((r) => r.name === name) ?? cacheEntry(name));
+    }
+    return readResults(Module, found, what, into);
   } finally {
     if (result) Module._attnkit_result_free(result);
     Module._free(args.base);
   }
 }
 
+const GQA_OPS = new Set(['GroupQueryAttention', 'com.microsoft.GroupQueryAttention']);
+const SHARED_OUTPUTS = new Set(['output', 'present_key', 'present_value']);
+
+// A stateless GroupQueryAttention call that continues every batch entry's P past rows by its S new tokens
+// (seqlens_k all P + S - 1, total_sequence_length P + S; a decode step) makes the same present as ORT's
+// shared-buffer form over caches of P + S rows. Its past is then copied into the argument block with a gap of S
+// rows per head and the op writes the new rows there (attnkit_run_gqa_in_place): the cache is copied once on
+// its way in, instead of once more inside the op from the past into a separate present, and read out from where
+// it lies. Any other call (or malformed inputs, whose errors the ordinary path reports) returns null.
+function sharedCachePlan(op, normalized, attrs, outputs) {
+  if (!GQA_OPS.has(op) || (outputs && !outputs.every((name) => SHARED_OUTPUTS.has(name)))) return null;
+  const t = Object.fromEntries(normalized.map((x) => [x.name, x]));
+  const { query, past_key: pastKey, past_value: pastValue, seqlens_k: seqlens, total_sequence_length: total } = t;
+  if (!query || !pastKey || !pastValue || !seqlens || !total || attrs?.sliding_window_cache) return null;
+  if (query.shape.length !== 3 || pastKey.shape.length !== 4 || pastKey.dtype !== pastValue.dtype) return null;
+  if (pastKey.shape.some((d, i) => d !== pastValue.shape[i])) return null;
+  const [B, Nk, P, columns] = pastKey.shape;
+  const S = query.shape[1];
+  if (query.shape[0] !== B || B < 1 || Nk < 1 || P < 1 || S < 1 || columns < 1) return null;
+  if (seqlens.dtype !== 'int32' || seqlens.data.length !== B || !seqlens.data.every((x) => x === P + S - 1)) return null;
+  if (total.dtype !== 'int32' || total.data.length !== 1 || total.data[0] !== P + S) return null;
+  const heads = B * Nk;
+  const rowBytes = pastKey.data.byteLength / (heads * P);
+  const cache = { heads, rows: P, capacity: P + S, rowBytes, bytes: heads * (P + S) * rowBytes };
+  const shape = [B, Nk, P + S, columns];
+  return {
+    caches: { past_key: { ...pastKey, shape, cache }, past_value: { ...pastValue, shape, cache } },
+    pastOf: { present_key: 'past_key', present_value: 'past_value' },
+  };
+}
+
 // Runs one operator through attnkit_run. inputs: { name: { data, shape, dtype? } }; attrs: ORT attribute
 // names; options: { outputs?: string[], threads?: number, path?: 'auto'|'naive'|'flash', into?: { name: TypedArray } }.
 export function runOperator(Module, op, inputs, attrs, options = {}) {
   const threads = options.threads ?? 0;
-  return callPacked(Module, op, inputs, attrs, options, (args, count) =>
-    Module._attnkit_run(args.op, args.attrs, args.records, count, args.outputs, threads, args.path, args.resultSlot));
+  return callPacked(Module, op, inputs, attrs, { ...options, op }, (args, count, shared) => (shared
+    ? Module._attnkit_run_gqa_in_place(args.attrs, args.records, count, args.outputs, threads, args.path, args.resultSlot)
+    : Module._attnkit_run(args.op, args.attrs, args.records, count, args.outputs, threads, args.path, args.resultSlot)));
 }
 
 // One step of a KV cache living in wasm memory (attnkit_kv_cache_step); returns { output }.

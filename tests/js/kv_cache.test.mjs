@@ -1,6 +1,8 @@
 // attnkit JS package (node:test): the KV cache that lives in wasm memory, on both builds. Each step must give
 // the stateless op's output bit for bit when that op is handed the previous step's present as its past
-// (both read the same cache rows with the same tiling), for float and quantized caches, with rotary.
+// (both read the same cache rows with the same tiling), for float and quantized caches, with rotary. Stateless
+// steps that continue their past run in ORT's shared-buffer form inside the package; they must give the
+// ordinary form's bits.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
@@ -69,6 +71,57 @@ for (const build of ['simd-threaded', 'simd']) {
   test(`${build}: int8 and int4 caches match the stateless op step by step`, async () => {
     await checkCacheMatchesStateless(build, 'int8', { num_heads: N, kv_num_heads: Nk, ...quant(8) }, scales);
     await checkCacheMatchesStateless(build, 'uint8', { num_heads: N, kv_num_heads: Nk, ...quant(4) }, scales);
+  });
+}
+
+// A past with one row more than seqlens_k uses is not a continuation, so it takes the ordinary form, whose
+// present drops that row: the same present and output as the shared-buffer form must give without it.
+async function checkSharedFormMatchesOrdinary(build, cacheDtype, attrs, extra) {
+  const inst = await createInstance({ build, threads: 2 });
+  instances.push(inst);
+  const P = 7;
+  const columns = cacheDtype === 'uint8' ? H / 2 : H;
+  for (const S of [1, 3]) {
+    const B = S === 1 ? 2 : 1;  // chunked prefill over a past takes batch 1 (ORT's rule)
+    const past = (seed, rows) => random(cacheDtype === 'float32' ? 'float32' : cacheDtype === 'int8' ? 'int8' : 'uint8',
+      [B, Nk, rows, columns], seed, cacheDtype === 'float32' ? -1 : 0, cacheDtype === 'float32' ? 1 : 127);
+    const padded = { past_key: past(300, P + 1), past_value: past(301, P + 1) };
+    const exact = {};
+    for (const name of ['past_key', 'past_value']) {
+      const { data, shape } = padded[name];
+      const rows = data.length / (B * Nk * (P + 1));
+      const kept = new data.constructor(B * Nk * P * rows);
+      for (let h = 0; h < B * Nk; h++) kept.set(data.subarray(h * (P + 1) * rows, (h * (P + 1) + P) * rows), h * P * rows);
+      exact[name] = { data: kept, shape: [shape[0], shape[1], P, shape[3]] };
+    }
+    const inputs = {
+      query: random('float32', [B, S, N * H], 310 + S),
+      key: random('float32', [B, S, Nk * H], 320 + S),
+      value: random('float32', [B, S, Nk * H], 330 + S),
+      seqlens_k: { data: new Int32Array(B).fill(P + S - 1), shape: [B] },
+      total_sequence_length: { data: new Int32Array([P + S]), shape: [1] },
+      ...extra,
+    };
+    const ordinary = inst.groupQueryAttention({ ...inputs, ...padded }, attrs);
+    const shared = inst.groupQueryAttention({ ...inputs, ...exact }, attrs);
+    for (const name of ['output', 'present_key', 'present_value']) {
+      assert.deepEqual(shared[name].shape, ordinary[name].shape, `${build} ${cacheDtype} S=${S} ${name}`);
+      assert.deepEqual(shared[name].data, ordinary[name].data, `${build} ${cacheDtype} S=${S} ${name}`);
+    }
+    // Only the output requested, filled into the caller's array: the caches are not copied out.
+    const into = new Float32Array(B * S * N * H);
+    const only = inst.groupQueryAttention({ ...inputs, ...exact }, attrs, { outputs: ['output'], into: { output: into } });
+    assert.deepEqual(Object.keys(only), ['output']);
+    assert.equal(only.output.data, into);
+    assert.deepEqual(into, ordinary.output.data);
+  }
+}
+
+for (const build of ['simd-threaded', 'simd']) {
+  test(`${build}: stateless steps in the shared-buffer form give the ordinary form's bits`, async () => {
+    await checkSharedFormMatchesOrdinary(build, 'float32', { num_heads: N, kv_num_heads: Nk, do_rotary: 1 }, rotary);
+    await checkSharedFormMatchesOrdinary(build, 'int8', { num_heads: N, kv_num_heads: Nk, ...quant(8) }, scales);
+    await checkSharedFormMatchesOrdinary(build, 'uint8', { num_heads: N, kv_num_heads: Nk, ...quant(4) }, scales);
   });
 }
 

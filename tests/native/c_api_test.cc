@@ -283,5 +283,56 @@ TEST(CApi, KvCacheStepsMatchTheCppCache) {
   attnkit_result_free(r);
 }
 
+// The shared-buffer entry on caches laid out with one free row per head gives the stateless call's bits: its
+// output, and caches equal to present_key/present_value. A total past the capacity is an error.
+TEST(CApi, InPlaceGqaMatchesTheStatelessCall) {
+  const int64_t B = 2, N = 4, Nk = 2, H = 8, P = 5, rows = B * Nk;
+  std::vector<float> q(B * N * H), k(B * Nk * H), v(B * Nk * H), past_k(rows * P * H), past_v(rows * P * H);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.37f * i);
+  for (size_t i = 0; i < k.size(); ++i) k[i] = std::cos(0.21f * i), v[i] = std::sin(0.13f * i + 1);
+  for (size_t i = 0; i < past_k.size(); ++i) past_k[i] = std::cos(0.07f * i), past_v[i] = std::sin(0.05f * i);
+  int32_t seqlens[2] = {P, P}, total = P + 1;
+  int64_t qs[3] = {B, 1, N * H}, ks[3] = {B, 1, Nk * H}, ps[4] = {B, Nk, P, H}, cs[4] = {B, Nk, P + 1, H}, bs[1] = {B};
+  const char* attrs = R"({"num_heads":4,"kv_num_heads":2})";
+  std::vector<attnkit_tensor> in = {{"query", ATTNKIT_FLOAT32, 3, qs, q.data()},
+                                    {"key", ATTNKIT_FLOAT32, 3, ks, k.data()},
+                                    {"value", ATTNKIT_FLOAT32, 3, ks, v.data()},
+                                    {"past_key", ATTNKIT_FLOAT32, 4, ps, past_k.data()},
+                                    {"past_value", ATTNKIT_FLOAT32, 4, ps, past_v.data()},
+                                    {"seqlens_k", ATTNKIT_INT32, 1, bs, seqlens},
+                                    {"total_sequence_length", ATTNKIT_INT32, 0, nullptr, &total}};
+  ResultGuard stateless;
+  ASSERT_EQ(run("GroupQueryAttention", attrs, in, nullptr, &stateless), ATTNKIT_OK) << attnkit_result_error(stateless.r);
+
+  std::vector<float> cache_k(rows * (P + 1) * H, -1.0f), cache_v(cache_k.size(), -1.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy(past_k.begin() + r * P * H, past_k.begin() + (r + 1) * P * H, cache_k.begin() + r * (P + 1) * H);
+    std::copy(past_v.begin() + r * P * H, past_v.begin() + (r + 1) * P * H, cache_v.begin() + r * (P + 1) * H);
+  }
+  in[3] = {"past_key", ATTNKIT_FLOAT32, 4, cs, cache_k.data()};
+  in[4] = {"past_value", ATTNKIT_FLOAT32, 4, cs, cache_v.data()};
+  ResultGuard shared;
+  ASSERT_EQ(attnkit_run_gqa_in_place(attrs, in.data(), static_cast<int>(in.size()), "output,present_key,present_value",
+                                     1, nullptr, &shared.r),
+            ATTNKIT_OK)
+      << attnkit_result_error(shared.r);
+  ASSERT_EQ(attnkit_result_count(shared.r), 1);
+  EXPECT_STREQ(attnkit_result_name(shared.r, 0), "output");
+  ASSERT_EQ(attnkit_result_bytes(shared.r, 0), attnkit_result_bytes(stateless.r, 0));
+  EXPECT_EQ(0, std::memcmp(attnkit_result_data(shared.r, 0), attnkit_result_data(stateless.r, 0),
+                           attnkit_result_bytes(stateless.r, 0)));
+  ASSERT_EQ(attnkit_result_bytes(stateless.r, 1), cache_k.size() * sizeof(float));
+  EXPECT_EQ(0, std::memcmp(attnkit_result_data(stateless.r, 1), cache_k.data(), cache_k.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(attnkit_result_data(stateless.r, 2), cache_v.data(), cache_v.size() * sizeof(float)));
+
+  total = P + 2;  // one more row than the caches hold
+  seqlens[0] = seqlens[1] = P + 1;
+  ResultGuard too_long;
+  EXPECT_EQ(attnkit_run_gqa_in_place(attrs, in.data(), static_cast<int>(in.size()), nullptr, 1, nullptr, &too_long.r),
+            ATTNKIT_INVALID);
+  EXPECT_NE(std::string(attnkit_result_error(too_long.r)).find("capacity"), std::string::npos)
+      << attnkit_result_error(too_long.r);
+}
+
 }  // namespace
 }  // namespace attnkit

@@ -45,6 +45,14 @@ typedef struct attnkit_result attnkit_result;
 int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
                 const char* outputs_csv, int threads, const char* path, attnkit_result** result);
 
+/* GroupQueryAttention in ORT's shared-buffer form (past_present_share_buffer): past_key and past_value are
+ * the caches, [B, Nk, capacity, H], and must be writable: the new rows are written into them at
+ * [seqlens_k + 1 - S, seqlens_k + 1) and nothing else is copied, so the caches hold present_key/present_value
+ * afterwards. The result holds "output" (and "output_qk" when requested); the present names may be requested
+ * and are then the caches. Codes as attnkit_run. */
+int attnkit_run_gqa_in_place(const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
+                             const char* outputs_csv, int threads, const char* path, attnkit_result** result);
+
 int attnkit_result_count(const attnkit_result* result);
 const char* attnkit_result_name(const attnkit_result* result, int i);
 int attnkit_result_dtype(const attnkit_result* result, int i);

@@ -145,6 +145,26 @@ int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* in
   });
 }
 
+int attnkit_run_gqa_in_place(const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
+                             const char* outputs_csv, int threads, const char* path, attnkit_result** result) {
+  return guarded(result, [&](attnkit_result* r) {
+    Call call;
+    attnkit::GqaCall gqa;
+    attnkit::GqaOutputs out;
+    std::vector<std::string> outputs;
+    Status st = decode_call(attrs_json, inputs, n_inputs, threads, path, &call);
+    if (st.ok()) st = split_outputs(outputs_csv, &outputs);
+    if (st.ok()) st = attnkit::decode_gqa_call(call.attrs, call.views, outputs, &gqa);
+    if (st.ok()) st = attnkit::group_query_attention_in_place(gqa.inputs, gqa.attrs, gqa.request, &out, call.options);
+    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    for (const std::string& name : gqa.outputs) {  // present_key/present_value are the caches themselves
+      if (name == "output") r->outputs.emplace_back(name, std::move(out.output));
+      if (name == "output_qk") r->outputs.emplace_back(name, std::move(out.output_qk));
+    }
+    return ATTNKIT_OK;
+  });
+}
+
 int attnkit_kv_cache_create(int batch, int kv_heads, int head_size, int capacity, int cache_dtype,
                             attnkit_kv_cache** cache, attnkit_result** result) {
   if (!cache) return ATTNKIT_INTERNAL_ERROR;
