@@ -191,13 +191,25 @@ function readResults(Module, found, what, into = {}) {
 }
 
 // Packs the inputs and attributes, calls `invoke(args, count, shared)` (one C entry point taking the packed block;
-// `shared` when sharedCachePlan chose the in-place form), and returns its results as fresh typed arrays; frees
-// everything it allocated in wasm memory.
+// `shared` when sharedCachePlan chose the in-place form, `op` says which op may), and returns its results as fresh
+// typed arrays (or the caller's `into`); frees everything it allocated in wasm memory.
 function callPacked(Module, what, inputs, attrs, { outputs, path, into, op } = {}, invoke) {
   if (!inputs || typeof inputs !== 'object') throw new AttnkitError(`${what}: inputs must be an object of tensors`);
   checkInto(what, into);
   const normalized = Object.entries(inputs).map(([name, t]) => ({ name, ...normalizeInput(name, t) }));
   const shared = op ? sharedCachePlan(op, normalized, attrs, outputs) : null;
+  if (shared) {
+    try {
+      return callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, invoke, shared);
+    } catch (e) {
+      // A refused call is refused again by the ordinary form, whose message names the shapes as the caller gave them.
+      if (!(e instanceof AttnkitError) || e.code !== 2) throw e;
+    }
+  }
+  return callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, invoke, null);
+}
+
+function callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, invoke, shared) {
   const packed = shared ? normalized.map((t) => shared.caches[t.name] ?? t) : normalized;
   const attrsJson = JSON.stringify(attrs ?? {}, (key, value) => (typeof value === 'bigint' ? Number(value) : value));
   const outputsCsv = outputs ? outputs.join(',') : '';
@@ -247,6 +259,8 @@ function sharedCachePlan(op, normalized, attrs, outputs) {
   const [B, Nk, P, columns] = pastKey.shape;
   const S = query.shape[1];
   if (query.shape[0] !== B || B < 1 || Nk < 1 || P < 1 || S < 1 || columns < 1) return null;
+  // key with 0 tokens is ORT's shared KV, where the past already holds the new rows: not a continuation.
+  if ([t.key, t.value].some((x) => x && (x.shape.length !== 3 || x.shape[1] !== S))) return null;
   if (seqlens.dtype !== 'int32' || seqlens.data.length !== B || !seqlens.data.every((x) => x === P + S - 1)) return null;
   if (total.dtype !== 'int32' || total.data.length !== 1 || total.data[0] !== P + S) return null;
   const heads = B * Nk;

@@ -117,6 +117,26 @@ async function checkSharedFormMatchesOrdinary(build, cacheDtype, attrs, extra) {
   }
 }
 
+// Shared KV (key and value with 0 tokens: the past already holds the new rows) is not a continuation: over a past
+// one row short it is refused, naming the past as the caller gave it.
+test('shared KV takes the ordinary form and its checks', async () => {
+  const inst = await createInstance({ build: 'simd' });
+  instances.push(inst);
+  const P = 7;
+  const floats = (n) => new Float32Array(n).fill(0.25);
+  const inputs = {
+    query: { data: floats(N * H), shape: [1, 1, N * H] },
+    key: { data: floats(0), shape: [1, 0, Nk * H] },
+    value: { data: floats(0), shape: [1, 0, Nk * H] },
+    past_key: { data: floats(Nk * P * H), shape: [1, Nk, P, H] },
+    past_value: { data: floats(Nk * P * H), shape: [1, Nk, P, H] },
+    seqlens_k: { data: new Int32Array([P]), shape: [1] },
+    total_sequence_length: { data: new Int32Array([P + 1]), shape: [1] },
+  };
+  assert.throws(() => inst.groupQueryAttention(inputs, { num_heads: N, kv_num_heads: Nk }), (e) =>
+    e instanceof AttnkitError && e.code === 2 && e.message.includes(`dim 2 = ${P} must be >= total_sequence_length`));
+});
+
 for (const build of ['simd-threaded', 'simd']) {
   test(`${build}: stateless steps in the shared-buffer form give the ordinary form's bits`, async () => {
     await checkSharedFormMatchesOrdinary(build, 'float32', { num_heads: N, kv_num_heads: Nk, do_rotary: 1 }, rotary);
