@@ -108,7 +108,8 @@ function packArguments(Module, op, attrsJson, inputs, outputsCsv, path) {
     // A past cache laid out with room for the new rows (see sharedCachePlan): each head's rows, then its gap.
     const { heads, rows, capacity, rowBytes } = t.cache;
     for (let h = 0; h < heads; h++) {
-      bytes.set(source.subarray(h * rows * rowBytes, (h + 1) * rows * rowBytes), base + dataAt[i] + h * capacity * rowBytes);
+      const head = source.subarray(h * rows * rowBytes, (h + 1) * rows * rowBytes);
+      bytes.set(head, base + dataAt[i] + h * capacity * rowBytes);
     }
   });
   return {
@@ -261,7 +262,8 @@ function sharedCachePlan(op, normalized, attrs, outputs) {
   if (query.shape[0] !== B || B < 1 || Nk < 1 || P < 1 || S < 1 || columns < 1) return null;
   // key with 0 tokens is ORT's shared KV, where the past already holds the new rows: not a continuation.
   if ([t.key, t.value].some((x) => x && (x.shape.length !== 3 || x.shape[1] !== S))) return null;
-  if (seqlens.dtype !== 'int32' || seqlens.data.length !== B || !seqlens.data.every((x) => x === P + S - 1)) return null;
+  if (seqlens.dtype !== 'int32' || seqlens.data.length !== B) return null;
+  if (!seqlens.data.every((x) => x === P + S - 1)) return null;
   if (total.dtype !== 'int32' || total.data.length !== 1 || total.data[0] !== P + S) return null;
   const heads = B * Nk;
   const rowBytes = pastKey.data.byteLength / (heads * P);
@@ -277,9 +279,9 @@ function sharedCachePlan(op, normalized, attrs, outputs) {
 // names; options: { outputs?: string[], threads?: number, path?: 'auto'|'naive'|'flash', into?: { name: TypedArray } }.
 export function runOperator(Module, op, inputs, attrs, options = {}) {
   const threads = options.threads ?? 0;
-  return callPacked(Module, op, inputs, attrs, { ...options, op }, (args, count, shared) => (shared
-    ? Module._attnkit_run_gqa_in_place(args.attrs, args.records, count, args.outputs, threads, args.path, args.resultSlot)
-    : Module._attnkit_run(args.op, args.attrs, args.records, count, args.outputs, threads, args.path, args.resultSlot)));
+  return callPacked(Module, op, inputs, attrs, { ...options, op }, (a, count, shared) => (shared
+    ? Module._attnkit_run_gqa_in_place(a.attrs, a.records, count, a.outputs, threads, a.path, a.resultSlot)
+    : Module._attnkit_run(a.op, a.attrs, a.records, count, a.outputs, threads, a.path, a.resultSlot)));
 }
 
 // One step of a KV cache living in wasm memory (attnkit_kv_cache_step); returns { output }.

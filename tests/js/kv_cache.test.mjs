@@ -83,15 +83,16 @@ async function checkSharedFormMatchesOrdinary(build, cacheDtype, attrs, extra) {
   const columns = cacheDtype === 'uint8' ? H / 2 : H;
   for (const S of [1, 3]) {
     const B = S === 1 ? 2 : 1;  // chunked prefill over a past takes batch 1 (ORT's rule)
-    const past = (seed, rows) => random(cacheDtype === 'float32' ? 'float32' : cacheDtype === 'int8' ? 'int8' : 'uint8',
-      [B, Nk, rows, columns], seed, cacheDtype === 'float32' ? -1 : 0, cacheDtype === 'float32' ? 1 : 127);
+    const float = cacheDtype === 'float32';
+    const past = (seed, rows) => random(cacheDtype, [B, Nk, rows, columns], seed, float ? -1 : 0, float ? 1 : 127);
     const padded = { past_key: past(300, P + 1), past_value: past(301, P + 1) };
     const exact = {};
     for (const name of ['past_key', 'past_value']) {
       const { data, shape } = padded[name];
-      const rows = data.length / (B * Nk * (P + 1));
-      const kept = new data.constructor(B * Nk * P * rows);
-      for (let h = 0; h < B * Nk; h++) kept.set(data.subarray(h * (P + 1) * rows, (h * (P + 1) + P) * rows), h * P * rows);
+      const kept = new data.constructor(B * Nk * P * columns);
+      for (let h = 0; h < B * Nk; h++) {
+        kept.set(data.subarray(h * (P + 1) * columns, (h * (P + 1) + P) * columns), h * P * columns);
+      }
       exact[name] = { data: kept, shape: [shape[0], shape[1], P, shape[3]] };
     }
     const inputs = {
@@ -110,7 +111,8 @@ async function checkSharedFormMatchesOrdinary(build, cacheDtype, attrs, extra) {
     }
     // Only the output requested, filled into the caller's array: the caches are not copied out.
     const into = new Float32Array(B * S * N * H);
-    const only = inst.groupQueryAttention({ ...inputs, ...exact }, attrs, { outputs: ['output'], into: { output: into } });
+    const only = inst.groupQueryAttention({ ...inputs, ...exact }, attrs,
+      { outputs: ['output'], into: { output: into } });
     assert.deepEqual(Object.keys(only), ['output']);
     assert.equal(only.output.data, into);
     assert.deepEqual(into, ordinary.output.data);

@@ -302,7 +302,8 @@ TEST(CApi, InPlaceGqaMatchesTheStatelessCall) {
                                     {"seqlens_k", ATTNKIT_INT32, 1, bs, seqlens},
                                     {"total_sequence_length", ATTNKIT_INT32, 0, nullptr, &total}};
   ResultGuard stateless;
-  ASSERT_EQ(run("GroupQueryAttention", attrs, in, nullptr, &stateless), ATTNKIT_OK) << attnkit_result_error(stateless.r);
+  ASSERT_EQ(run("GroupQueryAttention", attrs, in, nullptr, &stateless), ATTNKIT_OK)
+      << attnkit_result_error(stateless.r);
 
   std::vector<float> cache_k(rows * (P + 1) * H, -1.0f), cache_v(cache_k.size(), -1.0f);
   for (int64_t r = 0; r < rows; ++r) {
