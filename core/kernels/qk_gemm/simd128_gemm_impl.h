@@ -14,6 +14,15 @@
 namespace attnkit {
 namespace {
 
+// Decode blocks of fp32 rows ask for their lines ahead (T::prefetch): those kernels waited on DRAM (wasm, from
+// DRAM: QK 24-27 us and SV 27-30 us per 512-key block, against 8.3 and 6.3 from L2). The other dtypes carry half
+// the bytes or less per value and are bound by their conversions: the extra loads only cost them (wasm decode
+// T=4096 in place, bf16 1.97-1.99 -> 2.13-2.22 ms with them).
+template <class E>
+constexpr size_t lines_ahead(size_t rows) {
+  return std::is_same_v<E, F32> ? rows : 0;
+}
+
 // Keys [R0, R0 + 2) of a tile read together, 8 elements at a time with one accumulator per (row, key), then the
 // next pair: the shape of qk_key_pairs in x86_gemm_impl.h. Against split (lo/hi) accumulators, wasm decode at T=512
 // got 1.26x faster (T=4096 unchanged).
@@ -50,8 +59,10 @@ void qk128_rows(size_t N, size_t H, const float* const* q, const uint8_t* K, siz
   constexpr int R = T::direct_keys_for_rows(MB);
   float* c[MB];
   size_t j = 0;
+  const size_t ahead = lines_ahead<E>(block_prefetch_rows(N, ldk));
   for (; j + R <= N; j += R) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
+    if (ahead && j + ahead + R <= N) T::prefetch(K + (j + ahead) * ldk, R * ldk);
     qk128_tile<T, E, MB, R>(H, q, K + j * ldk, ldk, alpha, c);
   }
   for (; j < N; ++j) {
@@ -89,7 +100,8 @@ struct Simd128Limbs {
   using Vi = typename T::Vi;
   static constexpr int kMaxRows = 4;
   static constexpr size_t kStep = 8;
-  static size_t prefetch_rows(size_t, size_t) { return 0; }  // no prefetch to give
+  // Compute-bound in wasm (from DRAM within 10-25% of from L2): touching lines ahead did not help.
+  static size_t prefetch_rows(size_t, size_t) { return 0; }
   static void prefetch(const uint8_t*, size_t) {}
   static constexpr int keys_for_rows(int mb) { return mb == 1 ? 4 : 2; }
 
@@ -303,7 +315,11 @@ void sv128_stream(int mb, size_t N, size_t H, const float* P, size_t ldp, const 
     if (!accumulate)
       for (int i = 0; i < MB; ++i) std::fill(O + i * ldo, O + i * ldo + H, 0.0f);
     size_t j = 0;
-    for (; j + 2 <= N; j += 2) sv128_stream_keys<T, E, MB, 2>(j, H, P, ldp, V, ldv, O, ldo);
+    const size_t ahead = lines_ahead<E>(stream_prefetch_rows(ldv));
+    for (; j + 2 <= N; j += 2) {
+      if (ahead && j + ahead + 2 <= N) T::prefetch(V + (j + ahead) * ldv, 2 * ldv);
+      sv128_stream_keys<T, E, MB, 2>(j, H, P, ldp, V, ldv, O, ldo);
+    }
     if (j < N) sv128_stream_keys<T, E, MB, 1>(j, H, P, ldp, V, ldv, O, ldo);
   }
 }
