@@ -526,6 +526,31 @@ TEST(KernelKvQuant, HalfConversionsBitExactVsHalfH) {
   }
 }
 
+// The QK/SV row loaders convert f16/bf16 cache rows exactly: every pattern, read through each ISA's panel packer
+// (pure conversion, no arithmetic), equals common/half.h bit for bit, infinities included. A NaN stays a NaN (F16C
+// quiets a signaling one, as IEEE conversions do; the attention result is NaN either way).
+TEST(KernelQkGemm, PackConvertsEveryHalfPatternExactly) {
+  constexpr size_t H = 8, N = 65536 / H;
+  Guarded K(65536 * 2);
+  for (size_t i = 0; i < 65536; ++i) K.as<uint16_t>()[i] = static_cast<uint16_t>(i);
+  std::vector<float> panels(N * H);
+  for (const KernelTable* t : tables()) {
+    for (bool bf16 : {false, true}) {
+      (bf16 ? t->qk.pack_bf16 : t->qk.pack_f16)(N, H, K.as<uint8_t>(), H * 2, panels.data());
+      for (size_t j = 0; j < N; ++j)
+        for (size_t d = 0; d < H; ++d) {
+          const uint16_t h = static_cast<uint16_t>(j * H + d);
+          const float want = bf16 ? bf16_to_float(h) : f16_to_float(h);
+          const float got = panels[(j / kQkPanelKeys) * H * kQkPanelKeys + d * kQkPanelKeys + j % kQkPanelKeys];
+          if (std::isnan(want))
+            ASSERT_TRUE(std::isnan(got)) << t->isa << (bf16 ? " bf16 " : " f16 ") << std::hex << h;
+          else
+            ASSERT_EQ(float_bits(want), float_bits(got)) << t->isa << (bf16 ? " bf16 " : " f16 ") << std::hex << h;
+        }
+    }
+  }
+}
+
 // exp_poly: < 2 ulp from the true exp over the whole useful range, exactly 0 for -inf and for inputs
 // whose result would be subnormal.
 TEST(KernelSoftmax, ExpPolyUnderTwoUlp) {
