@@ -2,6 +2,7 @@
 // V rows are read in their stored dtype and converted on the fly (fused dequantize-and-accumulate),
 // so the flash path never materializes a dequantized V block.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -38,8 +39,7 @@ inline bool sv_streams(size_t M, size_t N, size_t ldv) {
 constexpr size_t kStreamPrefetchRows = 16;
 constexpr size_t kStreamPrefetchMinBytes = 4096;
 inline size_t stream_prefetch_rows(size_t row_bytes) {
-  return kStreamPrefetchMinBytes / row_bytes > kStreamPrefetchRows ? kStreamPrefetchMinBytes / row_bytes
-                                                                   : kStreamPrefetchRows;
+  return std::max(kStreamPrefetchRows, kStreamPrefetchMinBytes / row_bytes);
 }
 // How far ahead the direct QK kernels ask for a block of N rows: 0 (never) below a decode block.
 inline size_t block_prefetch_rows(size_t N, size_t row_bytes) {
