@@ -398,6 +398,37 @@ TEST(KernelSvGemm, DecodeShapesMatchReference) {
       }
 }
 
+// A decode block walks its rows in another order than short blocks (key by key, streamed, prefetched), but each
+// score and each output element keeps its chain of multiply-adds, so the bits must not depend on the block size:
+// one call over N keys equals calls over 32-key blocks (under the decode threshold) carrying the sum.
+TEST(KernelSvGemm, DecodeBlocksKeepTheBitsOfShortBlocks) {
+  std::mt19937 rng(7);
+  constexpr size_t N = 2000, kBlock = 32;  // N rows pass 64 KB for every dtype at H = 72
+  for (CacheElem e : kAllElems)
+    for (size_t H : {72, 128})
+      for (size_t M : {1, 2, 4}) {
+        const size_t ld = ref::cache_row_bytes(e, H);
+        Guarded K(N * ld), Q(M * H * 4), P(M * N * 4);
+        fill_cache(e, N, H, ld, K.as<uint8_t>(), rng);
+        fill_floats(Q.as<float>(), M * H, rng);
+        fill_floats(P.as<float>(), M * N, rng, 0.0f, 1.0f);
+        for (const KernelTable* t : tables()) {
+          std::vector<float> c_one(M * N), c_blocks(M * N), o_one(M * H), o_blocks(M * H);
+          qk_direct(*t, e)(M, N, H, Q.as<float>(), H, K.as<uint8_t>(), ld, 0.5f, c_one.data(), N);
+          sv_fn(*t, e)(M, N, H, P.as<float>(), N, K.as<uint8_t>(), ld, o_one.data(), H, false);
+          for (size_t j = 0; j < N; j += kBlock) {
+            const size_t n = std::min(kBlock, N - j);
+            qk_direct(*t, e)(M, n, H, Q.as<float>(), H, K.as<uint8_t>() + j * ld, ld, 0.5f, c_blocks.data() + j, N);
+            sv_fn(*t, e)(M, n, H, P.as<float>() + j, N, K.as<uint8_t>() + j * ld, ld, o_blocks.data(), H, j > 0);
+          }
+          const auto where = [&] { return std::string(t->isa) + " " + ref::cache_elem_name(e) + " M=" +
+                                           std::to_string(M) + " H=" + std::to_string(H); };
+          ASSERT_EQ(0, std::memcmp(c_one.data(), c_blocks.data(), M * N * 4)) << "qk " << where();
+          ASSERT_EQ(0, std::memcmp(o_one.data(), o_blocks.data(), M * H * 4)) << "sv " << where();
+        }
+      }
+}
+
 TEST(KernelSvGemm, ZeroKeysZeroesOrKeeps) {
   for (const KernelTable* t : tables()) {
     std::vector<float> O(3 * 16, 5.0f);

@@ -14,13 +14,17 @@
 namespace attnkit {
 namespace {
 
-// Decode blocks of fp32 rows ask for their lines ahead (T::prefetch): those kernels waited on DRAM (wasm, from
-// DRAM: QK 24-27 us and SV 27-30 us per 512-key block, against 8.3 and 6.3 from L2). The other dtypes carry half
-// the bytes or less per value and are bound by their conversions: the extra loads only cost them (wasm decode
-// T=4096 in place, bf16 1.97-1.99 -> 2.13-2.22 ms with them).
-template <class E>
-constexpr size_t lines_ahead(size_t rows) {
-  return std::is_same_v<E, F32> ? rows : 0;
+// A decode block streams from DRAM, and wasm on Zen 5 read it there at half the rate when two rows were walked side
+// by side (key pairs, as in the tiles below and in sv128_stream_keys): each load then jumps from one row's end to
+// the row after next, and the hardware prefetchers fell behind. Walking whole rows one after the other (every load
+// stride constant) needs no lines asked for ahead. Kernels, 2 query rows x 512 keys at H=128, fp32, from DRAM: QK
+// 20-27 -> 10-12 us and SV 13-15 -> 9-9.4 us (both had volatile loads 8 KB ahead, wasm having no prefetch); from
+// L2 QK 8.4 -> 9.2 and SV 6.8 -> 8.1 us. The bits are the same: each (row, key) or output chain is unchanged.
+// Only fp32 rows: the other dtypes are bound by their conversions, and key by key cost them the shared output
+// loads and stores (wasm decode T=4096 in place, bf16 2.49 -> 2.72 ms, int8 1.45 -> 1.51).
+template <class T, class E>
+constexpr bool decode_key_by_key() {
+  return T::kDecodeKeyByKey && std::is_same_v<E, F32>;
 }
 
 // Keys [R0, R0 + 2) of a tile read together, 8 elements at a time with one accumulator per (row, key), then the
@@ -56,13 +60,14 @@ inline void qk128_tile(size_t H, const float* const* q, const uint8_t* K, size_t
 template <class T, class E, int MB>
 void qk128_rows(size_t N, size_t H, const float* const* q, const uint8_t* K, size_t ldk, float alpha,
                 float* const* c_rows) {
+  // A decode block goes one key at a time where decode_key_by_key (above) says so.
   constexpr int R = T::direct_keys_for_rows(MB);
+  // A block this large comes from DRAM in a decode step (the stream threshold of sv_gemm.h).
+  const bool key_by_key = decode_key_by_key<T, E>() && N * ldk >= kStreamMinBytes;
   float* c[MB];
   size_t j = 0;
-  const size_t ahead = lines_ahead<E>(block_prefetch_rows(N, ldk));
-  for (; j + R <= N; j += R) {
+  for (; !key_by_key && j + R <= N; j += R) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
-    if (ahead && j + ahead + R <= N) T::prefetch(K + (j + ahead) * ldk, R * ldk);
     qk128_tile<T, E, MB, R>(H, q, K + j * ldk, ldk, alpha, c);
   }
   for (; j < N; ++j) {
@@ -278,11 +283,10 @@ void sv128_dispatch(int mb, size_t N, size_t H, const float* Pi, const uint8_t* 
 
 // A few rows over a long V (a decode step, sv_streams in sv_gemm.h): the register tiles would walk each chunk of V
 // once per 8 columns, a slice of every row per pass, a strided pattern that reads from DRAM at about half the rate
-// of one forward pass (measured on x86, x86_gemm_impl.h). Instead pairs of V rows are read whole, in key order, and
-// the output rows are updated in place (they stay in L1). Each output is the same mac chain over the keys as in
-// sv128_tile, so the bits are the same. Two keys per output load and store: at 4 rows the broadcasts, the pair's 4
-// vectors, 2 accumulators and a product temporary fill V8's 15 registers. wasm, 2 rows, H=128, V from DRAM: fp32
-// 3.0-3.5 -> 5.0-5.9 GB/s, f16 0.7-0.85 -> 1.1-1.2, int8 2.3-2.7 -> 3.3-3.5. int4 keeps its tiles.
+// of one forward pass (measured on x86, x86_gemm_impl.h). Instead V rows are read whole, in key order, and the
+// output rows are updated in place (they stay in L1). Each output is the same mac chain over the keys as in
+// sv128_tile, so the bits are the same. Two keys per output load and store, or, where decode_key_by_key (above)
+// says so, one key at a time over 16 columns per step where H allows.
 
 template <class T, class E, int MB, int KG>
 void sv128_stream_keys(size_t j, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv, float* O,
@@ -307,6 +311,24 @@ void sv128_stream_keys(size_t j, size_t H, const float* P, size_t ldp, const uin
   }
 }
 
+// One key over 8 * C columns per step.
+template <class T, class E, int MB, int C>
+void sv128_stream_key(size_t j, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv, float* O,
+                      size_t ldo) {
+  using Vec = typename T::V;
+  Vec p[MB];
+  for (int i = 0; i < MB; ++i) p[i] = T::set1(P[i * ldp + j]);
+  const uint8_t* row = V + j * ldv;
+  for (size_t d = 0; d < H; d += 8 * C) {
+    Vec v[2 * C];
+    for (int c = 0; c < C; ++c) T::load8(E{}, row, d + 8 * c, v[2 * c], v[2 * c + 1]);
+    for (int i = 0; i < MB; ++i) {
+      float* o = O + i * ldo + d;
+      for (int u = 0; u < 2 * C; ++u) T::store(o + 4 * u, T::mac(p[i], v[u], T::load(o + 4 * u)));
+    }
+  }
+}
+
 template <class T, class E, int MB = kSvStreamMaxRows>
 void sv128_stream(int mb, size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, size_t ldv, float* O,
                   size_t ldo, bool accumulate) {
@@ -315,11 +337,13 @@ void sv128_stream(int mb, size_t N, size_t H, const float* P, size_t ldp, const 
     if (!accumulate)
       for (int i = 0; i < MB; ++i) std::fill(O + i * ldo, O + i * ldo + H, 0.0f);
     size_t j = 0;
-    const size_t ahead = lines_ahead<E>(stream_prefetch_rows(ldv));
-    for (; j + 2 <= N; j += 2) {
-      if (ahead && j + ahead + 2 <= N) T::prefetch(V + (j + ahead) * ldv, 2 * ldv);
-      sv128_stream_keys<T, E, MB, 2>(j, H, P, ldp, V, ldv, O, ldo);
+    if constexpr (decode_key_by_key<T, E>()) {
+      for (; j < N; ++j) {
+        if (H % 16 == 0) sv128_stream_key<T, E, MB, 2>(j, H, P, ldp, V, ldv, O, ldo);
+        else sv128_stream_key<T, E, MB, 1>(j, H, P, ldp, V, ldv, O, ldo);
+      }
     }
+    for (; j + 2 <= N; j += 2) sv128_stream_keys<T, E, MB, 2>(j, H, P, ldp, V, ldv, O, ldo);
     if (j < N) sv128_stream_keys<T, E, MB, 1>(j, H, P, ldp, V, ldv, O, ldo);
   }
 }

@@ -4,6 +4,7 @@
 #pragma once
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -21,6 +22,22 @@ using cache_elem::F16;
 using cache_elem::F32;
 using cache_elem::S4;
 using cache_elem::S8;
+
+// Decode blocks (kStreamMinBytes and more, sv_gemm.h) come from DRAM: there the hardware prefetchers alone
+// left the direct QK and the streamed SV at 8-10 GB/s on Zen 3; asking for the lines 16 rows ahead (8 KB
+// of fp32 rows at H=128) gave 10.5-12. Narrow rows look at least 4 KB ahead: 16 int8 rows are only 2 KB,
+// and the int8 limb QK (Zen 5, from DRAM, 2 query rows) read its K blocks in 160-205 us per step at 4 KB
+// against 180-210 at 2 KB, 160-225 at 8 KB and 190-255 with no prefetch. (wasm, which has no prefetch
+// instruction, walks those blocks key by key instead: simd128_gemm_impl.h.)
+constexpr size_t kStreamPrefetchRows = 16;
+constexpr size_t kStreamPrefetchMinBytes = 4096;
+inline size_t stream_prefetch_rows(size_t row_bytes) {
+  return std::max(kStreamPrefetchRows, kStreamPrefetchMinBytes / row_bytes);
+}
+// How far ahead the direct QK kernels ask for a block of N rows: 0 (never) below a decode block.
+inline size_t block_prefetch_rows(size_t N, size_t row_bytes) {
+  return N * row_bytes >= kStreamMinBytes ? stream_prefetch_rows(row_bytes) : 0;
+}
 
 inline void prefetch_lines(const uint8_t* p, size_t bytes) {
   for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(p + b), _MM_HINT_T0);

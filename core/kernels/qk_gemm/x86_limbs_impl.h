@@ -15,7 +15,7 @@ struct X86Limbs {
   static constexpr int kMaxRows = I::kLimbRows;
   static constexpr size_t kStep = 2 * I::W;
   static constexpr int keys_for_rows(int mb) { return I::limb_keys_for_rows(mb); }
-  // Decode blocks come from DRAM: ask for the rows the x86 direct QK would (sv_gemm.h).
+  // Decode blocks come from DRAM: ask for the rows the x86 direct QK would (x86_common.h).
   static size_t prefetch_rows(size_t N, size_t ldk) { return block_prefetch_rows(N, ldk); }
   static void prefetch(const uint8_t* p, size_t bytes) { prefetch_lines(p, bytes); }
 

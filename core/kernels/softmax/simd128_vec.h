@@ -31,9 +31,8 @@ struct Vec128 {
   static constexpr int kTileRows = 4, kTileVecs = 4;  // packed QK / SV register tile (32 registers)
   // Direct QK: keys per tile for mb query rows (mb x 4 accumulators fit the 32 registers).
   static constexpr int direct_keys_for_rows(int) { return 4; }
-  // The fp32 decode kernels' request for lines ahead (wasm's, below): left to the hardware prefetchers here, as
-  // no ARM core has measured it yet.
-  static void prefetch(const uint8_t*, size_t) {}
+  // Decode blocks walk their rows in key pairs here (wasm's one key at a time, below, is unmeasured on ARM).
+  static constexpr bool kDecodeKeyByKey = false;
   using V = simde_float32x4_t;
   using Vi = simde_int32x4_t;
   using M = simde_uint32x4_t;
@@ -141,12 +140,8 @@ struct Vec128 {
   // Direct QK: keys per tile for mb query rows; mb x keys accumulators plus the two K halves, a query vector
   // and a product stay within those 15 registers.
   static constexpr int direct_keys_for_rows(int mb) { return mb <= 2 ? 4 : 2; }
-  // wasm has no prefetch instruction: one byte of each line is loaded instead (volatile, so LLVM keeps the
-  // load, and V8 keeps every load since it may trap). Nothing waits for it, so the line is on its way
-  // like a prefetch. fp32 decode kernels from DRAM read 9-10.5 GB/s with the hardware prefetchers alone.
-  static void prefetch(const uint8_t* p, size_t bytes) {
-    for (size_t b = 0; b < bytes; b += 64) (void)*static_cast<const volatile uint8_t*>(p + b);
-  }
+  // Decode blocks (from DRAM) are read one whole row after the next: see qk128_rows in simd128_gemm_impl.h.
+  static constexpr bool kDecodeKeyByKey = true;
   using V = simde_v128_t;
   using Vi = simde_v128_t;
   using M = simde_v128_t;

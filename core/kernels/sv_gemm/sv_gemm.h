@@ -2,7 +2,6 @@
 // V rows are read in their stored dtype and converted on the fly (fused dequantize-and-accumulate),
 // so the flash path never materializes a dequantized V block.
 #pragma once
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -29,21 +28,6 @@ constexpr size_t kSvStreamMaxRows = 4;
 constexpr size_t kStreamMinBytes = 64 << 10;
 inline bool sv_streams(size_t M, size_t N, size_t ldv) {
   return M <= kSvStreamMaxRows && N * ldv >= kStreamMinBytes;
-}
-
-// Decode blocks come from DRAM: there the hardware prefetchers alone left the direct QK and the streamed SV at
-// 8-10 GB/s on Zen 3 (x86) and at 9-10.5 GB/s in wasm on Zen 5 (fp32); asking for the lines 16 rows ahead (8 KB
-// of fp32 rows at H=128) gave 10.5-12 on Zen 3. Narrow rows look at least 4 KB ahead: 16 int8 rows are only
-// 2 KB, and the int8 limb QK (Zen 5, from DRAM, 2 query rows) read its K blocks in 160-205 us per step at 4 KB
-// against 180-210 at 2 KB, 160-225 at 8 KB and 190-255 with no prefetch.
-constexpr size_t kStreamPrefetchRows = 16;
-constexpr size_t kStreamPrefetchMinBytes = 4096;
-inline size_t stream_prefetch_rows(size_t row_bytes) {
-  return std::max(kStreamPrefetchRows, kStreamPrefetchMinBytes / row_bytes);
-}
-// How far ahead the direct QK kernels ask for a block of N rows: 0 (never) below a decode block.
-inline size_t block_prefetch_rows(size_t N, size_t row_bytes) {
-  return N * row_bytes >= kStreamMinBytes ? stream_prefetch_rows(row_bytes) : 0;
 }
 
 }  // namespace attnkit
