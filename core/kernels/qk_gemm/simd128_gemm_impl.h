@@ -14,16 +14,21 @@
 namespace attnkit {
 namespace {
 
-// A decode block streams from DRAM, and wasm on Zen 5 read it there at half the rate when two rows were walked side
-// by side (key pairs, as in the tiles below and in sv128_stream_keys): each load then jumps from one row's end to
-// the row after next, and the hardware prefetchers fell behind. Walking whole rows one after the other (every load
-// stride constant) needs no lines asked for ahead. Kernels, 2 query rows x 512 keys at H=128, fp32, from DRAM: QK
-// 20-27 -> 10-12 us and SV 13-15 -> 9-9.4 us (both had volatile loads 8 KB ahead, wasm having no prefetch); from
-// L2 QK 8.4 -> 9.2 and SV 6.8 -> 8.1 us. The bits are the same: each (row, key) or output chain is unchanged.
-// Only fp32 rows: the other dtypes are bound by their conversions, and key by key cost them the shared output
-// loads and stores (wasm decode T=4096 in place, bf16 2.49 -> 2.72 ms, int8 1.45 -> 1.51).
+// A decode block streams from DRAM, and wasm on Zen 5 read it there at half the rate when two adjacent rows were
+// walked side by side (key pairs, as in the tiles below and in sv128_stream_keys): each load then jumps from one
+// row's end to the row after next, and the hardware prefetchers fell behind; volatile loads 8 KB ahead (wasm has no
+// prefetch) only partly made up for it. Where T::kDecodeKeyByKey, rows are walked one after the other, so every
+// load's stride stays constant:
+// - the direct QK pairs key j with key j + N/2: two streams of whole rows sharing the query loads;
+// - the streamed SV goes one key at a time, fp32 only (sv_key_by_key).
+// Kernels, 2 query rows x 512 keys at H=128, fp32: from DRAM QK 20-27 -> 8.1-8.5 us and SV 13-15 -> 9-9.4 us (a
+// plain SIMD128 sum 6-7); from L2 QK 8.4 -> 6.0 and SV 6.8 -> 8.1. Decode in place T=4096: bf16 1.96-1.99 ->
+// 1.89-1.90 ms and f16 3.66-3.85 -> 3.65-3.78 with the QK alone. Each score and each output keeps its chain of
+// multiply-adds, so the bits are those of the tiles.
+// The other dtypes' SV is bound by its conversions, and key by key cost it the shared output loads and stores
+// (in place T=4096, bf16 2.49 -> 2.72 ms, int8 1.45 -> 1.51).
 template <class T, class E>
-constexpr bool decode_key_by_key() {
+constexpr bool sv_key_by_key() {
   return T::kDecodeKeyByKey && std::is_same_v<E, F32>;
 }
 
@@ -60,13 +65,24 @@ inline void qk128_tile(size_t H, const float* const* q, const uint8_t* K, size_t
 template <class T, class E, int MB>
 void qk128_rows(size_t N, size_t H, const float* const* q, const uint8_t* K, size_t ldk, float alpha,
                 float* const* c_rows) {
-  // A decode block goes one key at a time where decode_key_by_key (above) says so.
-  constexpr int R = T::direct_keys_for_rows(MB);
-  // A block this large comes from DRAM in a decode step (the stream threshold of sv_gemm.h).
-  const bool key_by_key = decode_key_by_key<T, E>() && N * ldk >= kStreamMinBytes;
   float* c[MB];
   size_t j = 0;
-  for (; !key_by_key && j + R <= N; j += R) {
+  // A block this large comes from DRAM in a decode step (the stream threshold of sv_gemm.h): two streams (above).
+  if (T::kDecodeKeyByKey && N * ldk >= kStreamMinBytes) {
+    const size_t half = N / 2;
+    for (; j < half; ++j) {
+      typename T::V acc[MB][2];
+      for (int i = 0; i < MB; ++i) acc[i][0] = acc[i][1] = T::zero();
+      qk128_key_pairs<T, E, MB, 2, 0>(H, q, K + j * ldk, half * ldk, acc);
+      for (int i = 0; i < MB; ++i) {
+        c_rows[i][j] = alpha * T::hsum(acc[i][0]);
+        c_rows[i][j + half] = alpha * T::hsum(acc[i][1]);
+      }
+    }
+    j = 2 * half;
+  }
+  constexpr int R = T::direct_keys_for_rows(MB);
+  for (; j + R <= N; j += R) {
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
     qk128_tile<T, E, MB, R>(H, q, K + j * ldk, ldk, alpha, c);
   }
@@ -285,7 +301,7 @@ void sv128_dispatch(int mb, size_t N, size_t H, const float* Pi, const uint8_t* 
 // once per 8 columns, a slice of every row per pass, a strided pattern that reads from DRAM at about half the rate
 // of one forward pass (measured on x86, x86_gemm_impl.h). Instead V rows are read whole, in key order, and the
 // output rows are updated in place (they stay in L1). Each output is the same mac chain over the keys as in
-// sv128_tile, so the bits are the same. Two keys per output load and store, or, where decode_key_by_key (above)
+// sv128_tile, so the bits are the same. Two keys per output load and store, or, where sv_key_by_key (above)
 // says so, one key at a time over 16 columns per step where H allows.
 
 template <class T, class E, int MB, int KG>
@@ -337,7 +353,7 @@ void sv128_stream(int mb, size_t N, size_t H, const float* P, size_t ldp, const 
     if (!accumulate)
       for (int i = 0; i < MB; ++i) std::fill(O + i * ldo, O + i * ldo + H, 0.0f);
     size_t j = 0;
-    if constexpr (decode_key_by_key<T, E>()) {
+    if constexpr (sv_key_by_key<T, E>()) {
       for (; j < N; ++j) {
         if (H % 16 == 0) sv128_stream_key<T, E, MB, 2>(j, H, P, ldp, V, ldv, O, ldo);
         else sv128_stream_key<T, E, MB, 1>(j, H, P, ldp, V, ldv, O, ldo);

@@ -31,7 +31,7 @@ struct Vec128 {
   static constexpr int kTileRows = 4, kTileVecs = 4;  // packed QK / SV register tile (32 registers)
   // Direct QK: keys per tile for mb query rows (mb x 4 accumulators fit the 32 registers).
   static constexpr int direct_keys_for_rows(int) { return 4; }
-  // Decode blocks walk their rows in key pairs here (wasm's one key at a time, below, is unmeasured on ARM).
+  // Decode blocks walk adjacent rows in pairs here (wasm's order, below, is unmeasured on ARM).
   static constexpr bool kDecodeKeyByKey = false;
   using V = simde_float32x4_t;
   using Vi = simde_int32x4_t;
@@ -140,7 +140,7 @@ struct Vec128 {
   // Direct QK: keys per tile for mb query rows; mb x keys accumulators plus the two K halves, a query vector
   // and a product stay within those 15 registers.
   static constexpr int direct_keys_for_rows(int mb) { return mb <= 2 ? 4 : 2; }
-  // Decode blocks (from DRAM) are read one whole row after the next: see qk128_rows in simd128_gemm_impl.h.
+  // Decode blocks (from DRAM) are read in whole rows, one after the next (top of simd128_gemm_impl.h).
   static constexpr bool kDecodeKeyByKey = true;
   using V = simde_v128_t;
   using Vi = simde_v128_t;
