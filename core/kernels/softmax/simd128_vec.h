@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(ATTNKIT_VEC128_NEON)
 #include <simde/arm/neon.h>
@@ -31,6 +32,8 @@ struct Vec128 {
   static constexpr int kTileRows = 4, kTileVecs = 4;  // packed QK / SV register tile (32 registers)
   // Direct QK: keys per tile for mb query rows (mb x 4 accumulators fit the 32 registers).
   static constexpr int direct_keys_for_rows(int) { return 4; }
+  template <class E>
+  static constexpr int direct_max_rows() { return 4; }  // query rows per direct QK pass over K
   // Decode blocks walk adjacent rows in pairs here (wasm's order, below, is unmeasured on ARM).
   static constexpr bool kDecodeKeyByKey = false;
   using V = simde_float32x4_t;
@@ -140,6 +143,11 @@ struct Vec128 {
   // Direct QK: keys per tile for mb query rows; mb x keys accumulators plus the two K halves, a query vector
   // and a product stay within those 15 registers.
   static constexpr int direct_keys_for_rows(int mb) { return mb <= 2 ? 4 : 2; }
+  // Query rows per direct QK pass over K. fp32 at 4 rows (2 keys each) spilled: 4 rows x 512 keys, H=128, 18.5-21.8
+  // us in one pass, 14.2-15.3 in two passes of 2 rows (the second reads K from L2); decode N=32, Nk=8, T=4096 in
+  // place 2.70 -> 2.58 ms. f16/bf16 convert each K row once per pass and keep 4 rows (bf16 2.98 against 3.21 ms).
+  template <class E>
+  static constexpr int direct_max_rows() { return std::is_same_v<E, F32> ? 2 : 4; }
   // Decode blocks (from DRAM) are read in whole rows, one after the next (top of simd128_gemm_impl.h).
   static constexpr bool kDecodeKeyByKey = true;
   using V = simde_v128_t;
