@@ -17,10 +17,15 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Tiles of fewer rows read K in its stored dtype (direct QK); from this many rows on, K is first packed to fp32
-// panels once per block and the packed GEMM shares it across the rows. A decode step with 4 query heads per KV
-// head (Llama 3, Mistral) packed every block for its 4 rows: N=32, Nk=8, T=4096, one thread, in place, AVX512, 4
-// -> 8 rows: fp32 2.4-3.0 -> 0.96-1.1 ms, int8 1.0 -> 0.75-0.80, int4 1.0-1.2 -> 0.80-0.89 (wasm fp32 4.35 ->
-// 2.64, int8 3.71 -> 2.64). At 8 rows packing still wins for int8 and int4 (1.5-1.8 against 2.0-2.1 ms).
+// panels once per block and the packed GEMM shares it across the rows. A decode step is one tile of G rows per KV
+// head (G query heads per KV head), and it packed from 4 rows on. Decode T=4096, one thread, packed -> direct:
+// - G=4 (N=32, Nk=8), native AVX512 in place: fp32 2.4-3.0 -> 0.96-1.1 ms, int8 1.0 -> 0.75-0.80, int4 1.0-1.2 ->
+//   0.80-0.89; wasm fp32 4.35 -> 2.64 ms, int8 3.71 -> 2.64, bf16 4.05-6.14 -> 3.21-4.35;
+// - fp32 only, native: G=8 3.2 -> 1.7-1.9 ms, G=12 3.3-3.5 -> 2.35-2.4, G=16 4.1 -> 2.7-2.8, G=32 equal
+//   (0.51-0.53); wasm G=8 7.43 -> 5.58, G=16 10.7 -> 8.96. Packing a block costs what 16-32 rows of fp32 products do.
+// - at G=8, int8 and int4 (whose direct QK is the limb kernel) are faster packed (1.5-1.8 against 2.0-2.1 ms), and
+//   wasm bf16 the same (G=8) or faster (G=16: 10.5 against 11.6 ms).
+constexpr int64_t kPackedQkMinRowsF32 = 32;
 constexpr int64_t kPackedQkMinRows = 8;
 
 // Scratch is written before it is read, so it comes unzeroed from the tensor pool: per-call mmaps,
@@ -44,6 +49,7 @@ struct AttentionContext {
   QkGemmFn qk_direct;
   QkPackFn qk_pack;
   SvGemmFn sv;
+  int64_t packed_min_rows;      // tiles of this many rows or more pack K (above)
   float alpha;                  // score scale with a per-tensor K scale folded in
   const float* v_scale;         // per kv head and channel (Nk*H) when V is quantized, else nullptr
   const float* sink;            // per query head when a sink is used (0 for smooth softmax)
@@ -116,7 +122,7 @@ void compute_scores(const AttentionContext& c, const Scratch& s, const Tile& til
   for (int64_t b0 = 0; b0 < n; b0 += Bc) {
     const int64_t nb = std::min(Bc, n - b0);
     const uint8_t* k = tile.k + static_cast<size_t>(j0 + b0) * c.row_bytes;
-    if (M >= kPackedQkMinRows) {
+    if (M >= c.packed_min_rows) {
       c.qk_pack(nb, H, k, c.row_bytes, s.panels);
       c.kt.qk.packed(M, nb, H, s.q_tile, H, s.panels, c.alpha, scores + b0, ld);
     } else {
@@ -283,7 +289,7 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
   }
   std::fill(s.o_tile, s.o_tile + M * H, 0.0f);
   // Few rows (decoding) read the cache rows directly; more rows amortize packing K once per block.
-  const bool packed = M >= kPackedQkMinRows;
+  const bool packed = M >= c.packed_min_rows;
   for (int64_t j0 = c0; j0 < c1; j0 += Bc) {
     const int64_t n = std::min(Bc, c1 - j0);
     const uint8_t* k = tile.k + static_cast<size_t>(j0) * c.row_bytes;
@@ -423,7 +429,8 @@ void copy_past_chunk(const GqaProblem& p, const GqaTiling& t, int64_t bg, int64_
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& t, int threads,
                    uint8_t* present_key, uint8_t* present_value, GqaOutputs* outputs, bool copy_past) {
   AttentionContext c{p, kt, t, static_cast<size_t>(p.cache_row_bytes), nullptr, nullptr, nullptr,
-                     p.alpha, nullptr, nullptr, outputs};
+                     p.cache_dtype == DType::kFloat32 ? kPackedQkMinRowsF32 : kPackedQkMinRows, p.alpha, nullptr,
+                     nullptr, outputs};
   switch (p.cache_dtype) {
     case DType::kFloat16: c.qk_direct = kt.qk.f16; c.qk_pack = kt.qk.pack_f16; c.sv = kt.sv.f16; break;
     case DType::kBFloat16: c.qk_direct = kt.qk.bf16; c.qk_pack = kt.qk.pack_bf16; c.sv = kt.sv.bf16; break;
