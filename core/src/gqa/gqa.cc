@@ -186,12 +186,14 @@ GqaTiling plan_gqa(const GqaProblem& p, bool flash) {
   GqaTiling t;
   t.flash = flash;
   const int64_t H = p.head_size, G = p.group;
-  // Flash: ~96 score rows per task reuse each packed K block for 96 query rows (the packing costs 1/96
-  // of the GEMM) while the per-task Q/O/score tiles stay in L2 (96 x 128 floats = 48 KiB each). 96 is a
-  // multiple of the x86 micro-kernels' 12 (AVX512) and 6 (AVX2) rows, so no task ends in a short tile
-  // when G divides 96; the causal diagonal costs little because flash_rows trims each row segment.
-  // Naive materializes the full [S, T] score matrix of a (batch, kv head), as its name says (seed 000).
-  t.query_rows = flash ? std::max<int64_t>(1, std::min<int64_t>(p.seq, std::max<int64_t>(1, 96 / G))) : p.seq;
+  // Flash: ~384 score rows per task (query rows x the group's heads) share each packed K block. Packing costs
+  // what a few score rows do, so at 96 rows it was 5-6% of a 2048-token prefill; at 384 (Zen 5, one
+  // thread, N=16, Nk=8) S=T=2048 fp32 went 111-113 -> 108-109 ms, int8 and int4 and S=T=512 2-5% too,
+  // wasm 2%, and 768 gained nothing more. Each K block then meets a 192 KiB Q tile and O tile: L2 or
+  // L3 feeds them at ~26 FLOPs per byte, well under either's bandwidth. 384 is a multiple of the x86
+  // micro-kernels' 12 (AVX512) and 6 (AVX2) rows, so no task ends in a short tile when G divides it;
+  // the causal diagonal costs little because flash_rows trims each row segment.
+  t.query_rows = flash ? std::max<int64_t>(1, std::min<int64_t>(p.seq, std::max<int64_t>(1, 384 / G))) : p.seq;
   t.task_rows = G * t.query_rows;
   // 128 keys x H=128 fp32 = 64 KiB of packed K panels per block: fits L2 next to the Q/O tiles.
   // Decoding (S == 1) streams the cache once: one block per split-KV chunk keeps the per-block softmax
