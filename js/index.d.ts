@@ -57,6 +57,9 @@ export interface Info {
   /** How scores against int8/int4 caches are computed: 'exact-int16-limbs' (the same bits as native
    * scalar and AVX512-VNNI) or 'fp32-conversion'. */
   quantized_qk: string;
+  /** Which instruction path runs QAttention's integer projection: 'wasm128-dot16' (i32x4.dot_i16x8) or
+   * 'scalar'. */
+  qattention_gemm: string;
   available_isas: string[];
   cpu_features: string[];
   version: string;

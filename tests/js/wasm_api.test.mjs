@@ -135,6 +135,7 @@ for (const build of BUILDS) {
       assert.equal(typeof info.version, 'string');
       assert.ok(info.available_isas.includes(info.isa));
       assert.equal(info.quantized_qk, 'exact-int16-limbs');  // wasm128 and scalar: the integer limb path
+      assert.equal(info.qattention_gemm, info.isa === 'wasm128' ? 'wasm128-dot16' : 'scalar');
       assert.equal(info.threads, build === 'simd' ? 1 : 2);
       assert.equal(info.maxThreads, build === 'simd' ? 1 : 8);
     });

@@ -213,10 +213,11 @@ TEST(CApi, InfoAndIsa) {
   JsonValue info;
   ASSERT_TRUE(parse_json(std::string(attnkit_info_json()), &info).ok());
   ASSERT_TRUE(info.is_object());
-  for (const char* key : {"version", "cpu_features", "available_isas", "isa", "quantized_qk", "threads"}) {
+  for (const char* key : {"version", "cpu_features", "available_isas", "isa", "quantized_qk", "qattention_gemm", "threads"}) {
     EXPECT_NE(info.find(key), nullptr) << key;
   }
   EXPECT_EQ(info.find("isa")->as_string(), std::string(kernel_table().isa));
+  EXPECT_EQ(info.find("qattention_gemm")->as_string(), std::string(kernel_table().gemm_u8x8.variant));
   EXPECT_GE(info.find("threads")->as_double(), 1.0);
   EXPECT_EQ(attnkit_set_isa("no-such-isa"), ATTNKIT_INVALID);
   EXPECT_EQ(attnkit_set_isa(nullptr), ATTNKIT_INVALID);
@@ -225,6 +226,7 @@ TEST(CApi, InfoAndIsa) {
   ASSERT_TRUE(parse_json(std::string(attnkit_info_json()), &info).ok());
   EXPECT_EQ(info.find("isa")->as_string(), "scalar");
   EXPECT_EQ(info.find("quantized_qk")->as_string(), "exact-int16-limbs");
+  EXPECT_EQ(info.find("qattention_gemm")->as_string(), "scalar");
   ASSERT_EQ(attnkit_set_isa(before.c_str()), ATTNKIT_OK);
 }
 

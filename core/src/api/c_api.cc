@@ -260,6 +260,8 @@ const char* attnkit_info_json(void) {
     w.string(attnkit::kernel_table().isa);
     w.key("quantized_qk");
     w.string(attnkit::kernel_table().quantized_qk);
+    w.key("qattention_gemm");
+    w.string(attnkit::kernel_table().gemm_u8x8.variant);
     w.key("threads");
     w.int64(attnkit::default_threads());
     w.end_object();
