@@ -312,7 +312,16 @@ struct Dot4Gemm {
 // ---- int16 driver: Micro::run(mr, rows, kgroups, strip, tile) computes exact tile sums; a Micro with
 // store_rows(mr, rows, kgroups, strip, StripDequant, C, ldc) writes a full strip's finished rows to C itself.
 // Packed A: [M][kpad] int16 of (a - a_zp). Packed B: per strip [kpad/KG][NR][KG] int16 of (b - zb).
-template <size_t MR, size_t NR, size_t KG, typename Micro>
+// The portable strip packer; an ISA file may pass its own with the same run() to I16Gemm.
+struct GenericStripI16 {
+  template <size_t NR, size_t KG>
+  static void run(size_t K, size_t nr, const void* B, size_t ldb, size_t n0, bool b_signed, const int32_t* b_zp,
+                  int16_t* out) {
+    pack_strip_i16<NR, KG>(K, nr, B, ldb, n0, b_signed, b_zp, out);
+  }
+};
+
+template <size_t MR, size_t NR, size_t KG, typename Micro, typename StripPacker = GenericStripI16>
 struct I16Gemm {
   static size_t kpad(size_t K) { return round_up(K, KG); }
   static size_t a_bytes(size_t M, size_t K) { return M * kpad(K) * sizeof(int16_t); }
@@ -327,8 +336,9 @@ struct I16Gemm {
                      const int32_t* b_zp, void* packed_b) {
     for (size_t s = n0 / NR; s * NR < n1; ++s) {
       const size_t nr = N - s * NR < NR ? N - s * NR : NR;
-      pack_strip_i16<NR, KG>(K, nr, B, ldb, s * NR, b_signed, b_zp,
-                             reinterpret_cast<int16_t*>(static_cast<uint8_t*>(packed_b) + s * strip_bytes(K)));
+      StripPacker::template run<NR, KG>(
+          K, nr, B, ldb, s * NR, b_signed, b_zp,
+          reinterpret_cast<int16_t*>(static_cast<uint8_t*>(packed_b) + s * strip_bytes(K)));
     }
   }
 

@@ -100,7 +100,37 @@ struct DirectDot16 {
   }
 };
 
-using Wasm128 = GemmEntry<I16Gemm<kMr, kNr, 2, FullTile<micro_dot16>>, DirectDot16>;
+// Whole 8-column strips: each key pair's two 8-byte rows are interleaved by one shuffle and widened in two
+// steps, where the portable loop (which V8 gets as scalar-heavy code) took 0.85 ms of a 7.4 ms QAttention at
+// S=128 for the 768 x 2304 weight. Partial strips and an odd last row take the portable packer.
+struct StripDot16 {
+  template <bool kSigned>
+  static void pairs(size_t K, const uint8_t* b, size_t ldb, const int32_t* zp, int16_t* out) {
+    const v128_t zlo = wasm_i16x8_make(int16_t(zp[0]), int16_t(zp[0]), int16_t(zp[1]), int16_t(zp[1]),
+                                       int16_t(zp[2]), int16_t(zp[2]), int16_t(zp[3]), int16_t(zp[3]));
+    const v128_t zhi = wasm_i16x8_make(int16_t(zp[4]), int16_t(zp[4]), int16_t(zp[5]), int16_t(zp[5]),
+                                       int16_t(zp[6]), int16_t(zp[6]), int16_t(zp[7]), int16_t(zp[7]));
+    for (size_t k = 0; k + 2 <= K; k += 2, out += 2 * kNr) {
+      const v128_t pair = wasm_i8x16_shuffle(wasm_v128_load64_zero(b + k * ldb), wasm_v128_load64_zero(b + (k + 1) * ldb),
+                                             0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const v128_t lo = kSigned ? wasm_i16x8_extend_low_i8x16(pair) : wasm_u16x8_extend_low_u8x16(pair);
+      const v128_t hi = kSigned ? wasm_i16x8_extend_high_i8x16(pair) : wasm_u16x8_extend_high_u8x16(pair);
+      wasm_v128_store(out, wasm_i16x8_sub(lo, zlo));
+      wasm_v128_store(out + 8, wasm_i16x8_sub(hi, zhi));
+    }
+  }
+  template <size_t NR, size_t KG>
+  static void run(size_t K, size_t nr, const void* B, size_t ldb, size_t n0, bool b_signed, const int32_t* b_zp,
+                  int16_t* out) {
+    static_assert(NR == kNr && KG == 2, "the shuffle interleaves 8 columns of two rows");
+    if (nr != NR || K % 2) return pack_strip_i16<NR, KG>(K, nr, B, ldb, n0, b_signed, b_zp, out);
+    const uint8_t* b = static_cast<const uint8_t*>(B) + n0;
+    if (b_signed) pairs<true>(K, b, ldb, b_zp + n0, out);
+    else pairs<false>(K, b, ldb, b_zp + n0, out);
+  }
+};
+
+using Wasm128 = GemmEntry<I16Gemm<kMr, kNr, 2, FullTile<micro_dot16>, StripDot16>, DirectDot16>;
 
 }  // namespace
 
