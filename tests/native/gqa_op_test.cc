@@ -204,10 +204,8 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.shape == b.shape && a.dtype == b.dtype && a.storage == b.storage;
 }
 
-void check_case(int index) {
-  const GridPoint g = grid_point(index);
-  SCOPED_TRACE("case " + std::to_string(index) + ": " + g.name);
-  GqaCase c = build(g, 1000 + index);
+void check_point(const GridPoint& g, uint64_t seed) {
+  GqaCase c = build(g, seed);
   GqaInputs in = c.inputs();
   reference::GqaReferenceResult ref;
   Status st = reference::group_query_attention(in, c.attrs, c.request, &ref);
@@ -244,6 +242,28 @@ void check_case(int index) {
       ASSERT_EQ(one.output_qk.shape, ref.output_qk_shape);
       expect_close(ref.output_qk, one.output_qk.storage.data(), g.dtype, ref.output_qk_shape[3], "output_qk");
     }
+  }
+}
+
+void check_case(int index) {
+  const GridPoint g = grid_point(index);
+  SCOPED_TRACE("case " + std::to_string(index) + ": " + g.name);
+  check_point(g, 1000 + index);
+}
+
+// Prompts longer than one flash task (~384 score rows: 384 query rows at one head per KV head, 192 at two),
+// ending in a partial task, against the causal diagonal, a window and a chunked prefill's past.
+TEST(GqaOp, PromptsSpanSeveralFlashTasks) {
+  const CacheKind none{"NONE", 0}, int8{"PER_CHANNEL", 8};
+  const GridPoint points[] = {
+      {1, 400, 0, 4, 4, 64, kWindow, DType::kFloat32, none, "S400 G1 window"},
+      {1, 400, 37, 4, 2, 64, kPlain, DType::kFloat32, int8, "S400 P37 G2 int8"},
+      {2, 200, 0, 6, 3, 80, kSoftcap, DType::kFloat16, none, "B2 S200 G2 softcap fp16"},
+  };
+  uint64_t seed = 77;
+  for (const GridPoint& g : points) {
+    SCOPED_TRACE(g.name);
+    check_point(g, seed++);
   }
 }
 
