@@ -213,7 +213,8 @@ TEST(CApi, InfoAndIsa) {
   JsonValue info;
   ASSERT_TRUE(parse_json(std::string(attnkit_info_json()), &info).ok());
   ASSERT_TRUE(info.is_object());
-  for (const char* key : {"version", "cpu_features", "available_isas", "isa", "quantized_qk", "qattention_gemm", "threads"}) {
+  for (const char* key :
+       {"version", "cpu_features", "available_isas", "isa", "quantized_qk", "qattention_gemm", "threads"}) {
     EXPECT_NE(info.find(key), nullptr) << key;
   }
   EXPECT_EQ(info.find("isa")->as_string(), std::string(kernel_table().isa));

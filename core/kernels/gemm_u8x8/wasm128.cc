@@ -111,8 +111,8 @@ struct StripDot16 {
     const v128_t zhi = wasm_i16x8_make(int16_t(zp[4]), int16_t(zp[4]), int16_t(zp[5]), int16_t(zp[5]),
                                        int16_t(zp[6]), int16_t(zp[6]), int16_t(zp[7]), int16_t(zp[7]));
     for (size_t k = 0; k + 2 <= K; k += 2, out += 2 * kNr) {
-      const v128_t pair = wasm_i8x16_shuffle(wasm_v128_load64_zero(b + k * ldb), wasm_v128_load64_zero(b + (k + 1) * ldb),
-                                             0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const v128_t row0 = wasm_v128_load64_zero(b + k * ldb), row1 = wasm_v128_load64_zero(b + (k + 1) * ldb);
+      const v128_t pair = wasm_i8x16_shuffle(row0, row1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
       const v128_t lo = kSigned ? wasm_i16x8_extend_low_i8x16(pair) : wasm_u16x8_extend_low_u8x16(pair);
       const v128_t hi = kSigned ? wasm_i16x8_extend_high_i8x16(pair) : wasm_u16x8_extend_high_u8x16(pair);
       wasm_v128_store(out, wasm_i16x8_sub(lo, zlo));

@@ -189,7 +189,7 @@ GqaTiling plan_gqa(const GqaProblem& p, bool flash) {
   // Flash: ~384 score rows per task (query rows x the group's heads) share each packed K block. Packing costs
   // what a few score rows do, so at 96 rows it was 5-6% of a 2048-token prefill; at 384 (Zen 5, one
   // thread, N=16, Nk=8) S=T=2048 fp32 went 111-113 -> 108-109 ms, int8 and int4 and S=T=512 2-5% too,
-  // wasm 2%, and 768 gained nothing more. Each K block then meets a 192 KiB Q tile and O tile: L2 or
+  // wasm 2%, and 768 gained nothing more. Each K block then meets the Q and O tiles (192 KiB each at H=128): L2 or
   // L3 feeds them at ~26 FLOPs per byte, well under either's bandwidth. 384 is a multiple of the x86
   // micro-kernels' 12 (AVX512) and 6 (AVX2) rows, so no task ends in a short tile when G divides it;
   // the causal diagonal costs little because flash_rows trims each row segment.
