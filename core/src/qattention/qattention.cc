@@ -149,7 +149,15 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
     float* vg = direct && present ? present_v : cursor + T * Hp;
     if (!(direct && present)) cursor += 2 * T * Hp;
     ld = direct ? static_cast<size_t>(H) : Hp;
-    for (int64_t j = 0; j < T; ++j) {
+    int64_t j0 = 0;
+    if (direct && present && P > 0) {
+      // Present's first P rows of this head are past's, contiguous in both: one copy each instead of a call
+      // per 256-byte row (a wasm decode step after 511 tokens made 12K of them).
+      std::memcpy(kg, past + past_k, static_cast<size_t>(P) * row_bytes);
+      std::memcpy(vg, past + past_v, static_cast<size_t>(P) * row_bytes);
+      j0 = P;
+    }
+    for (int64_t j = j0; j < T; ++j) {
       float* kr = kg + j * ld;
       float* vr = vg + j * ld;
       const float* ks = j < P ? past + past_k + j * H : tokens + (j - P) * columns + D + n * H;
