@@ -231,7 +231,7 @@ function callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, 
         const t = packed[i];
         return { name, dtype: t.dtype, shape: t.shape, dataPtr: args.data[i], byteLength: t.cache.bytes };
       };
-      found = (outputs ?? ['output', 'present_key', 'present_value'])
+      found = (outputs ?? shared.outputs)
         .map((name) => found.find((r) => r.name === name) ?? cacheEntry(name));
     }
     return readResults(Module, found, what, into);
@@ -251,6 +251,7 @@ const SHARED_OUTPUTS = new Set(['output', 'present_key', 'present_value']);
 // its way in, instead of once more inside the op from the past into a separate present, and read out from where
 // it lies. Any other call (or malformed inputs, whose errors the ordinary path reports) returns null.
 function sharedCachePlan(op, normalized, attrs, outputs) {
+  if (QATTENTION_OPS.has(op)) return qattentionCachePlan(normalized, attrs, outputs);
   if (!GQA_OPS.has(op) || (outputs && !outputs.every((name) => SHARED_OUTPUTS.has(name)))) return null;
   const t = Object.fromEntries(normalized.map((x) => [x.name, x]));
   const { query, past_key: pastKey, past_value: pastValue, seqlens_k: seqlens, total_sequence_length: total } = t;
@@ -272,6 +273,36 @@ function sharedCachePlan(op, normalized, attrs, outputs) {
   return {
     caches: { past_key: { ...pastKey, shape, cache }, past_value: { ...pastValue, shape, cache } },
     pastOf: { present_key: 'past_key', present_value: 'past_value' },
+    outputs: ['output', 'present_key', 'present_value'],
+    entry: 'gqa',
+  };
+}
+
+const QATTENTION_OPS = new Set(['QAttention', 'com.microsoft.QAttention']);
+
+// QAttention with past (2, B, N, P, H): its present (2, B, N, P + S, H) is the past followed by each head's S new
+// rows, so the past is copied in with a gap of S rows per head and the op writes the new rows there
+// (attnkit_run_qattention_in_place), as for GroupQueryAttention above. Calls without past or present (whose
+// errors the ordinary path reports) return null.
+function qattentionCachePlan(normalized, attrs, outputs) {
+  const t = Object.fromEntries(normalized.map((x) => [x.name, x]));
+  const { input, past } = t;
+  if (!input || !past || input.shape.length !== 3 || past.shape.length !== 5 || past.dtype !== 'float32') return null;
+  if (outputs && !(outputs.includes('present') && outputs.every((name) => name === 'output' || name === 'present'))) {
+    return null;
+  }
+  const [two, B, N, P, H] = past.shape;
+  const S = input.shape[1];
+  if (two !== 2 || input.shape[0] !== B || B < 1 || N < 1 || P < 1 || H < 1 || S < 1) return null;
+  if (attrs?.past_present_share_buffer) return null;
+  const heads = 2 * B * N;  // keys' heads, then values'
+  const rowBytes = H * 4;
+  const cache = { heads, rows: P, capacity: P + S, rowBytes, bytes: heads * (P + S) * rowBytes };
+  return {
+    caches: { past: { ...past, shape: [2, B, N, P + S, H], cache } },
+    pastOf: { present: 'past' },
+    outputs: ['output', 'present'],
+    entry: 'qattention',
   };
 }
 
@@ -279,9 +310,12 @@ function sharedCachePlan(op, normalized, attrs, outputs) {
 // names; options: { outputs?: string[], threads?: number, path?: 'auto'|'naive'|'flash', into?: { name: TypedArray } }.
 export function runOperator(Module, op, inputs, attrs, options = {}) {
   const threads = options.threads ?? 0;
-  return callPacked(Module, op, inputs, attrs, { ...options, op }, (a, count, shared) => (shared
-    ? Module._attnkit_run_gqa_in_place(a.attrs, a.records, count, a.outputs, threads, a.path, a.resultSlot)
-    : Module._attnkit_run(a.op, a.attrs, a.records, count, a.outputs, threads, a.path, a.resultSlot)));
+  return callPacked(Module, op, inputs, attrs, { ...options, op }, (a, count, shared) => {
+    if (!shared) return Module._attnkit_run(a.op, a.attrs, a.records, count, a.outputs, threads, a.path, a.resultSlot);
+    const entry = shared.entry === 'qattention' ? Module._attnkit_run_qattention_in_place
+      : Module._attnkit_run_gqa_in_place;
+    return entry(a.attrs, a.records, count, a.outputs, threads, a.path, a.resultSlot);
+  });
 }
 
 // One step of a KV cache living in wasm memory (attnkit_kv_cache_step); returns { output }.

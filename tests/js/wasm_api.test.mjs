@@ -140,6 +140,34 @@ for (const build of BUILDS) {
       assert.equal(info.maxThreads, build === 'simd' ? 1 : 8);
     });
 
+    // A call with past copies it into wasm memory with room for the new rows, and present is read where the op
+    // wrote it: present must still start with each head's past rows, and fill the caller's arrays.
+    test('QAttention with past: present holds the past rows and fills the caller\'s arrays', () => {
+      const B = 2, S = 1, N = 2, H = 16, D = N * H, P = 6;
+      const random = (dtype, shape, seed) => materializeTensor({ dtype, shape, random: { seed } });
+      const inputs = {
+        input: random('uint8', [B, S, D], 41),
+        weight: random('int8', [D, 3 * D], 42),
+        bias: random('float32', [3 * D], 43),
+        input_scale: { data: new Float32Array([0.02]), shape: [] },
+        weight_scale: { data: new Float32Array([0.003]), shape: [] },
+        past: random('float32', [2, B, N, P, H], 44),
+      };
+      const pastCopy = inputs.past.data.slice();
+      const first = ak.qAttention(inputs, { num_heads: N });
+      assert.deepEqual(first.present.shape, [2, B, N, P + S, H]);
+      for (let h = 0; h < 2 * B * N; h++) {
+        assert.deepEqual(first.present.data.subarray(h * (P + S) * H, (h * (P + S) + P) * H),
+          pastCopy.subarray(h * P * H, (h + 1) * P * H), `head ${h}`);
+      }
+      assert.deepEqual(inputs.past.data, pastCopy);  // the caller's past is not written
+      const into = { output: new Float32Array(B * S * D), present: new Float32Array(2 * B * N * (P + S) * H) };
+      const second = ak.qAttention(inputs, { num_heads: N }, { into });
+      assert.equal(second.present.data, into.present);
+      assert.deepEqual(into.present, first.present.data);
+      assert.deepEqual(into.output, first.output.data);
+    });
+
     test('dtypes are inferred from typed arrays; outputs come back typed', () => {
       const { inputs, attrs } = smallGqa();
       const explicit = ak.groupQueryAttention(inputs, attrs);

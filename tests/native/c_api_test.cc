@@ -338,5 +338,64 @@ TEST(CApi, InPlaceGqaMatchesTheStatelessCall) {
       << attnkit_result_error(too_long.r);
 }
 
+// QAttention's in-place entry over a past laid out with S free rows per head gives the stateless call's bits:
+// its output, and a past buffer equal to present. Head size 16 reads K and V straight from present, 12 gathers
+// them into padded rows; S = 3 also masks causally. A past without room for the new rows is an error.
+void check_in_place_qattention(int64_t B, int64_t S, int64_t N, int64_t H, int64_t P) {
+  SCOPED_TRACE("B=" + std::to_string(B) + " S=" + std::to_string(S) + " H=" + std::to_string(H));
+  const int64_t D = N * H, heads = 2 * B * N;
+  std::vector<uint8_t> x(B * S * D), w(D * 3 * D);
+  std::vector<float> bias(3 * D), past(heads * P * H);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>((i * 53 + 7) % 256);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * std::sin(0.3f * i);
+  for (size_t i = 0; i < past.size(); ++i) past[i] = std::cos(0.11f * i);
+  float x_scale = 0.02f, w_scale = 0.003f;
+  int64_t xs[3] = {B, S, D}, ws[2] = {D, 3 * D}, bs[1] = {3 * D}, ps[5] = {2, B, N, P, H}, cs[5] = {2, B, N, P + S, H};
+  const std::string attrs = R"({"num_heads":)" + std::to_string(N) + R"(,"unidirectional":1})";
+  std::vector<attnkit_tensor> in = {{"input", ATTNKIT_UINT8, 3, xs, x.data()},
+                                    {"weight", ATTNKIT_INT8, 2, ws, w.data()},
+                                    {"bias", ATTNKIT_FLOAT32, 1, bs, bias.data()},
+                                    {"input_scale", ATTNKIT_FLOAT32, 0, nullptr, &x_scale},
+                                    {"weight_scale", ATTNKIT_FLOAT32, 0, nullptr, &w_scale},
+                                    {"past", ATTNKIT_FLOAT32, 5, ps, past.data()}};
+  ResultGuard stateless;
+  ASSERT_EQ(run("QAttention", attrs.c_str(), in, "output,present", &stateless), ATTNKIT_OK)
+      << attnkit_result_error(stateless.r);
+
+  std::vector<float> cache(heads * (P + S) * H, -1.0f);
+  for (int64_t h = 0; h < heads; ++h)
+    std::copy(past.begin() + h * P * H, past.begin() + (h + 1) * P * H, cache.begin() + h * (P + S) * H);
+  in[5] = {"past", ATTNKIT_FLOAT32, 5, cs, cache.data()};
+  ResultGuard shared;
+  ASSERT_EQ(attnkit_run_qattention_in_place(attrs.c_str(), in.data(), static_cast<int>(in.size()), "output,present", 1,
+                                            nullptr, &shared.r),
+            ATTNKIT_OK)
+      << attnkit_result_error(shared.r);
+  ASSERT_EQ(attnkit_result_count(shared.r), 1);
+  EXPECT_STREQ(attnkit_result_name(shared.r, 0), "output");
+  ASSERT_EQ(attnkit_result_bytes(shared.r, 0), attnkit_result_bytes(stateless.r, 0));
+  EXPECT_EQ(0, std::memcmp(attnkit_result_data(shared.r, 0), attnkit_result_data(stateless.r, 0),
+                           attnkit_result_bytes(stateless.r, 0)));
+  ASSERT_EQ(attnkit_result_bytes(stateless.r, 1), cache.size() * sizeof(float));
+  EXPECT_EQ(0, std::memcmp(attnkit_result_data(stateless.r, 1), cache.data(), cache.size() * sizeof(float)));
+
+  int64_t short_shape[5] = {2, B, N, S - 1, H};
+  in[5] = {"past", ATTNKIT_FLOAT32, 5, short_shape, cache.data()};
+  ResultGuard too_short;
+  EXPECT_EQ(attnkit_run_qattention_in_place(attrs.c_str(), in.data(), static_cast<int>(in.size()), nullptr, 1, nullptr,
+                                            &too_short.r),
+            ATTNKIT_INVALID);
+  EXPECT_NE(std::string(attnkit_result_error(too_short.r)).find("room for the"), std::string::npos)
+      << attnkit_result_error(too_short.r);
+}
+
+TEST(CApi, InPlaceQAttentionMatchesTheStatelessCall) {
+  check_in_place_qattention(2, 1, 2, 16, 9);
+  check_in_place_qattention(1, 3, 2, 16, 5);
+  check_in_place_qattention(2, 1, 2, 12, 9);
+  check_in_place_qattention(1, 3, 3, 12, 4);
+}
+
 }  // namespace
 }  // namespace attnkit

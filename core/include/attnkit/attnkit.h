@@ -53,6 +53,12 @@ int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* in
 int attnkit_run_gqa_in_place(const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
                              const char* outputs_csv, int threads, const char* path, attnkit_result** result);
 
+/* QAttention with present written over past: past is (2, B, N, P + S, H), each head's P past rows first, and
+ * must be writable; the S new rows are written after them, so past holds present afterwards. The result holds
+ * "output"; "present" may be requested and is then the past buffer. Codes as attnkit_run. */
+int attnkit_run_qattention_in_place(const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
+                                    const char* outputs_csv, int threads, const char* path, attnkit_result** result);
+
 int attnkit_result_count(const attnkit_result* result);
 const char* attnkit_result_name(const attnkit_result* result, int i);
 int attnkit_result_dtype(const attnkit_result* result, int i);
@@ -64,7 +70,7 @@ size_t attnkit_result_bytes(const attnkit_result* result, int i);
 const char* attnkit_result_error(const attnkit_result* result);
 void attnkit_result_free(attnkit_result* result);
 
-/* JSON: {"version", "cpu_features", "available_isas", "isa", "threads"}. The string lives until the
+/* JSON: {"version", "cpu_features", "available_isas", "isa", "quantized_qk", "qattention_gemm", "threads"}. The string lives until the
  * next call of attnkit_info_json or attnkit_set_isa. */
 const char* attnkit_info_json(void);
 /* Forces a kernel ISA for the process: 0 ok, 2 when it is unknown or not available here. */

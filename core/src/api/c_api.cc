@@ -165,6 +165,23 @@ int attnkit_run_gqa_in_place(const char* attrs_json, const attnkit_tensor* input
   });
 }
 
+int attnkit_run_qattention_in_place(const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
+                                    const char* outputs_csv, int threads, const char* path, attnkit_result** result) {
+  return guarded(result, [&](attnkit_result* r) {
+    Call call;
+    attnkit::QAttentionCall qa;
+    attnkit::QAttentionOutputs out;
+    std::vector<std::string> outputs;
+    Status st = decode_call(attrs_json, inputs, n_inputs, threads, path, &call);
+    if (st.ok()) st = split_outputs(outputs_csv, &outputs);
+    if (st.ok()) st = attnkit::decode_qattention_call(call.attrs, call.views, outputs, &qa);
+    if (st.ok()) st = attnkit::q_attention_in_place(qa.inputs, qa.attrs, &out, call.options);
+    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    r->outputs.emplace_back("output", std::move(out.output));  // present is the past buffer itself
+    return ATTNKIT_OK;
+  });
+}
+
 int attnkit_kv_cache_create(int batch, int kv_heads, int head_size, int capacity, int cache_dtype,
                             attnkit_kv_cache** cache, attnkit_result** result) {
   if (!cache) return ATTNKIT_INTERNAL_ERROR;

@@ -31,6 +31,7 @@ struct QAttentionProblem {
   int64_t head_size = 0;     // H = D / N
   int64_t past = 0;          // P (0 without past)
   int64_t total = 0;         // T = P + S
+  bool in_place = false;     // q_attention_in_place: past is (2, B, N, T, H) and is the present
 
   bool weight_signed = false;     // int8 weight (else uint8)
   bool per_column_scale = false;  // weight_scale has 3D values
@@ -54,8 +55,9 @@ struct QAttentionProblem {
 // Checks every shape, dtype, attribute and data-dependent rule and derives the problem. Errors name
 // the input or attribute and the rule. Never reads out of bounds; rejects sizes that would overflow or
 // need more than kQAttentionMaxBytes for one tensor.
+// in_place: q_attention_in_place's form, whose past has room for the new rows (dim 3 is P + S).
 Status validate_qattention(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
-                           const QAttentionRequest& request, QAttentionProblem* problem);
+                           const QAttentionRequest& request, QAttentionProblem* problem, bool in_place = false);
 
 constexpr int64_t kQAttentionMaxBytes = int64_t(16) << 30;
 

@@ -119,9 +119,10 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
   const float* tokens = qkv + static_cast<size_t>(b * S) * columns;  // this batch entry's projected rows
   float* present_k = present ? present + static_cast<size_t>(((0 * p.batch + b) * p.heads + n) * T * H) : nullptr;
   float* present_v = present ? present + static_cast<size_t>(((1 * p.batch + b) * p.heads + n) * T * H) : nullptr;
+  // This head's past rows: in the past tensor, or, in place, already where present keeps them.
   const float* past = P > 0 ? p.inputs->past->as<float>() : nullptr;
-  const size_t past_k = static_cast<size_t>(((0 * p.batch + b) * p.heads + n) * P * H);
-  const size_t past_v = static_cast<size_t>(((1 * p.batch + b) * p.heads + n) * P * H);
+  const float* past_k = p.in_place ? present_k : past ? past + ((0 * p.batch + b) * p.heads + n) * P * H : nullptr;
+  const float* past_v = p.in_place ? present_v : past ? past + ((1 * p.batch + b) * p.heads + n) * P * H : nullptr;
 
   float* scores = scratch;
   float* panels = scores + lay.query_block * T;
@@ -152,16 +153,18 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
     int64_t j0 = 0;
     if (direct && present && P > 0) {
       // Present's first P rows of this head are past's, contiguous in both: one copy each instead of a call
-      // per 256-byte row (a wasm decode step after 511 tokens made 12K of them).
-      std::memcpy(kg, past + past_k, static_cast<size_t>(P) * row_bytes);
-      std::memcpy(vg, past + past_v, static_cast<size_t>(P) * row_bytes);
+      // per 256-byte row (a wasm decode step after 511 tokens made 12K of them), and none in place.
+      if (!p.in_place) {
+        std::memcpy(kg, past_k, static_cast<size_t>(P) * row_bytes);
+        std::memcpy(vg, past_v, static_cast<size_t>(P) * row_bytes);
+      }
       j0 = P;
     }
     for (int64_t j = j0; j < T; ++j) {
       float* kr = kg + j * ld;
       float* vr = vg + j * ld;
-      const float* ks = j < P ? past + past_k + j * H : tokens + (j - P) * columns + D + n * H;
-      const float* vs = j < P ? past + past_v + j * H : tokens + (j - P) * columns + 2 * D + n * H;
+      const float* ks = j < P ? past_k + j * H : tokens + (j - P) * columns + D + n * H;
+      const float* vs = j < P ? past_v + j * H : tokens + (j - P) * columns + 2 * D + n * H;
       std::memcpy(kr, ks, row_bytes);
       std::memcpy(vr, vs, row_bytes);
       if (!direct) {
@@ -169,8 +172,8 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
         std::fill(vr + H, vr + Hp, 0.0f);
       }
     }
-    if (present && !direct && i0 == 0) {  // one row block per head writes present
-      for (int64_t j = 0; j < T; ++j) {
+    if (present && !direct && i0 == 0) {  // one row block per head writes present (in place: its new rows)
+      for (int64_t j = p.in_place ? P : 0; j < T; ++j) {
         std::memcpy(present_k + j * H, kg + j * ld, row_bytes);
         std::memcpy(present_v + j * H, vg + j * ld, row_bytes);
       }
@@ -288,7 +291,7 @@ void run_q_attention(const QAttentionProblem& p, const KernelTable& kt, int thre
   // attend() writes every output row (the SV product overwrites, T >= 1) and every present row (past, then new):
   // zeroing them first cost a decode step (S=1, 511 past tokens) a pass over its 3 MB present.
   outputs->output.reset_uninitialized(DType::kFloat32, {p.batch, p.seq, p.hidden});
-  if (request.present) {
+  if (request.present && !p.in_place) {
     outputs->present.reset_uninitialized(DType::kFloat32, {2, p.batch, p.heads, p.total, p.head_size});
   } else {
     outputs->present = Tensor();
@@ -298,7 +301,9 @@ void run_q_attention(const QAttentionProblem& p, const KernelTable& kt, int thre
 
   auto scratch = raw_buffer<float>(lay.attention_floats * static_cast<size_t>(threads));
   float* output = outputs->output.as<float>();
-  float* present = request.present ? outputs->present.as<float>() : nullptr;
+  float* present = p.in_place ? static_cast<float*>(const_cast<void*>(p.inputs->past->data))
+                  : request.present ? outputs->present.as<float>()
+                                    : nullptr;
   const size_t heads = static_cast<size_t>(p.batch * p.heads);
   // Several row blocks per head read K and V from the projection: pack each head's K panels and copy its V
   // rows once.
@@ -328,12 +333,8 @@ void run_q_attention(const QAttentionProblem& p, const KernelTable& kt, int thre
   });
 }
 
-}  // namespace
-
-Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
-                   const QAttentionRequest& request, QAttentionOutputs* outputs, const RunOptions& options) {
-  QAttentionProblem p;
-  ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
+Status run_validated(const QAttentionProblem& p, const QAttentionRequest& request, QAttentionOutputs* outputs,
+                     const RunOptions& options) {
   const KernelTable& kt = kernel_table();
   const int threads = resolve_threads(options.threads);
   const QAttentionLayout lay = qattention_layout(p, kt, threads);
@@ -345,6 +346,22 @@ Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& a
   }
   if (options.peak_scratch_bytes) *options.peak_scratch_bytes = lay.peak_scratch_bytes;
   return Status::Ok();
+}
+
+}  // namespace
+
+Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
+                   const QAttentionRequest& request, QAttentionOutputs* outputs, const RunOptions& options) {
+  QAttentionProblem p;
+  ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
+  return run_validated(p, request, outputs, options);
+}
+
+Status q_attention_in_place(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
+                            QAttentionOutputs* outputs, const RunOptions& options) {
+  QAttentionProblem p;
+  ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, QAttentionRequest{true}, &p, /*in_place=*/true));
+  return run_validated(p, p.request, outputs, options);
 }
 
 }  // namespace attnkit

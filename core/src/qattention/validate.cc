@@ -170,11 +170,13 @@ bool QAttentionProblem::key_masked(int64_t b, int64_t i, int64_t j) const {
 }
 
 Status validate_qattention(const QAttentionInputs& in, const QAttentionAttributes& attrs,
-                           const QAttentionRequest& request, QAttentionProblem* p) {
+                           const QAttentionRequest& request, QAttentionProblem* p, bool in_place) {
   *p = QAttentionProblem();
   p->inputs = &in;
   p->attrs = attrs;
   p->request = request;
+  p->in_place = in_place;
+  if (in_place) p->request.present = true;
   ATTNKIT_RETURN_IF_ERROR(check_attributes(attrs));
 
   if (!in.input) return fail("input: required input is missing");
@@ -257,9 +259,17 @@ Status validate_qattention(const QAttentionInputs& in, const QAttentionAttribute
                   ", past_sequence_length, head_size=" + std::to_string(p->head_size) + "), got shape " + dims(past));
     }
     p->past = past.shape[3];
-    if (!request.present) {
+    if (in_place) {
+      if (p->past < p->seq) {
+        return fail("past: the in-place form needs room for the " + std::to_string(p->seq) +
+                    " new rows after each head's past (dim 3 = past + sequence length), got shape " + dims(past));
+      }
+      p->past -= p->seq;
+    } else if (!request.present) {
       return fail("present: must be requested when past is given (ORT fails without it)");
     }
+  } else if (in_place) {
+    return fail("past: the in-place form needs the cache as past");
   }
   p->total = p->past + p->seq;
 
