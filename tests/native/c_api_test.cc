@@ -286,6 +286,15 @@ TEST(CApi, KvCacheStepsMatchTheCppCache) {
   attnkit_result_free(r);
 }
 
+// A shared-buffer entry's result holds only "output", with the bits of the stateless call's first output.
+void expect_same_output(const ResultGuard& shared, const ResultGuard& stateless) {
+  ASSERT_EQ(attnkit_result_count(shared.r), 1);
+  EXPECT_STREQ(attnkit_result_name(shared.r, 0), "output");
+  ASSERT_EQ(attnkit_result_bytes(shared.r, 0), attnkit_result_bytes(stateless.r, 0));
+  EXPECT_EQ(0, std::memcmp(attnkit_result_data(shared.r, 0), attnkit_result_data(stateless.r, 0),
+                           attnkit_result_bytes(stateless.r, 0)));
+}
+
 // The shared-buffer entry on caches laid out with one free row per head gives the stateless call's bits: its
 // output, and caches equal to present_key/present_value. A total past the capacity is an error.
 TEST(CApi, InPlaceGqaMatchesTheStatelessCall) {
@@ -320,11 +329,7 @@ TEST(CApi, InPlaceGqaMatchesTheStatelessCall) {
                                      1, nullptr, &shared.r),
             ATTNKIT_OK)
       << attnkit_result_error(shared.r);
-  ASSERT_EQ(attnkit_result_count(shared.r), 1);
-  EXPECT_STREQ(attnkit_result_name(shared.r, 0), "output");
-  ASSERT_EQ(attnkit_result_bytes(shared.r, 0), attnkit_result_bytes(stateless.r, 0));
-  EXPECT_EQ(0, std::memcmp(attnkit_result_data(shared.r, 0), attnkit_result_data(stateless.r, 0),
-                           attnkit_result_bytes(stateless.r, 0)));
+  expect_same_output(shared, stateless);
   ASSERT_EQ(attnkit_result_bytes(stateless.r, 1), cache_k.size() * sizeof(float));
   EXPECT_EQ(0, std::memcmp(attnkit_result_data(stateless.r, 1), cache_k.data(), cache_k.size() * sizeof(float)));
   EXPECT_EQ(0, std::memcmp(attnkit_result_data(stateless.r, 2), cache_v.data(), cache_v.size() * sizeof(float)));
@@ -372,11 +377,7 @@ void check_in_place_qattention(int64_t B, int64_t S, int64_t N, int64_t H, int64
                                             nullptr, &shared.r),
             ATTNKIT_OK)
       << attnkit_result_error(shared.r);
-  ASSERT_EQ(attnkit_result_count(shared.r), 1);
-  EXPECT_STREQ(attnkit_result_name(shared.r, 0), "output");
-  ASSERT_EQ(attnkit_result_bytes(shared.r, 0), attnkit_result_bytes(stateless.r, 0));
-  EXPECT_EQ(0, std::memcmp(attnkit_result_data(shared.r, 0), attnkit_result_data(stateless.r, 0),
-                           attnkit_result_bytes(stateless.r, 0)));
+  expect_same_output(shared, stateless);
   ASSERT_EQ(attnkit_result_bytes(stateless.r, 1), cache.size() * sizeof(float));
   EXPECT_EQ(0, std::memcmp(attnkit_result_data(stateless.r, 1), cache.data(), cache.size() * sizeof(float)));
 

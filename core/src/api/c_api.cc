@@ -109,6 +109,13 @@ Status decode_call(const char* attrs_json, const attnkit_tensor* inputs, int n_i
   return Status::Ok();
 }
 
+// decode_call, and the requested output names.
+Status decode_call(const char* attrs_json, const attnkit_tensor* inputs, int n_inputs, const char* outputs_csv,
+                   int threads, const char* path, Call* call, std::vector<std::string>* outputs) {
+  ATTNKIT_RETURN_IF_ERROR(decode_call(attrs_json, inputs, n_inputs, threads, path, call));
+  return split_outputs(outputs_csv, outputs);
+}
+
 // Runs body(result) with a fresh result in *result; no exception escapes (out of memory included).
 template <typename Body>
 int guarded(attnkit_result** result, Body body) {
@@ -137,9 +144,8 @@ int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* in
   return guarded(result, [&](attnkit_result* r) {
     if (!op) return fail(r, ATTNKIT_INVALID, "op: is null");
     Call call;
-    Status st = decode_call(attrs_json, inputs, n_inputs, threads, path, &call);
     std::vector<std::string> outputs;
-    if (st.ok()) st = split_outputs(outputs_csv, &outputs);
+    Status st = decode_call(attrs_json, inputs, n_inputs, outputs_csv, threads, path, &call, &outputs);
     if (st.ok()) st = attnkit::run_op(op, call.attrs, call.views, outputs, call.options, &r->outputs);
     return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
   });
@@ -152,8 +158,7 @@ int attnkit_run_gqa_in_place(const char* attrs_json, const attnkit_tensor* input
     attnkit::GqaCall gqa;
     attnkit::GqaOutputs out;
     std::vector<std::string> outputs;
-    Status st = decode_call(attrs_json, inputs, n_inputs, threads, path, &call);
-    if (st.ok()) st = split_outputs(outputs_csv, &outputs);
+    Status st = decode_call(attrs_json, inputs, n_inputs, outputs_csv, threads, path, &call, &outputs);
     if (st.ok()) st = attnkit::decode_gqa_call(call.attrs, call.views, outputs, &gqa);
     if (st.ok()) st = attnkit::group_query_attention_in_place(gqa.inputs, gqa.attrs, gqa.request, &out, call.options);
     if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
@@ -172,8 +177,7 @@ int attnkit_run_qattention_in_place(const char* attrs_json, const attnkit_tensor
     attnkit::QAttentionCall qa;
     attnkit::QAttentionOutputs out;
     std::vector<std::string> outputs;
-    Status st = decode_call(attrs_json, inputs, n_inputs, threads, path, &call);
-    if (st.ok()) st = split_outputs(outputs_csv, &outputs);
+    Status st = decode_call(attrs_json, inputs, n_inputs, outputs_csv, threads, path, &call, &outputs);
     if (st.ok()) st = attnkit::decode_qattention_call(call.attrs, call.views, outputs, &qa);
     if (st.ok()) st = attnkit::q_attention_in_place(qa.inputs, qa.attrs, &out, call.options);
     if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
