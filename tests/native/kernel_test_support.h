@@ -97,35 +97,26 @@ inline std::vector<const KernelTable*> tables() {
   return out;
 }
 
-inline QkGemmFn qk_direct(const KernelTable& t, CacheElem e) {
+// The kernel of one family that serves cache element e, given as the family's five members.
+template <typename Fn>
+Fn for_elem(CacheElem e, Fn f32, Fn f16, Fn bf16, Fn s8, Fn s4) {
   switch (e) {
-    case CacheElem::kF32: return t.qk.f32;
-    case CacheElem::kF16: return t.qk.f16;
-    case CacheElem::kBF16: return t.qk.bf16;
-    case CacheElem::kS8: return t.qk.s8;
-    case CacheElem::kS4: return t.qk.s4;
+    case CacheElem::kF32: return f32;
+    case CacheElem::kF16: return f16;
+    case CacheElem::kBF16: return bf16;
+    case CacheElem::kS8: return s8;
+    case CacheElem::kS4: return s4;
   }
   return nullptr;
+}
+inline QkGemmFn qk_direct(const KernelTable& t, CacheElem e) {
+  return for_elem(e, t.qk.f32, t.qk.f16, t.qk.bf16, t.qk.s8, t.qk.s4);
 }
 inline QkPackFn qk_pack(const KernelTable& t, CacheElem e) {
-  switch (e) {
-    case CacheElem::kF32: return t.qk.pack_f32;
-    case CacheElem::kF16: return t.qk.pack_f16;
-    case CacheElem::kBF16: return t.qk.pack_bf16;
-    case CacheElem::kS8: return t.qk.pack_s8;
-    case CacheElem::kS4: return t.qk.pack_s4;
-  }
-  return nullptr;
+  return for_elem(e, t.qk.pack_f32, t.qk.pack_f16, t.qk.pack_bf16, t.qk.pack_s8, t.qk.pack_s4);
 }
 inline SvGemmFn sv_fn(const KernelTable& t, CacheElem e) {
-  switch (e) {
-    case CacheElem::kF32: return t.sv.f32;
-    case CacheElem::kF16: return t.sv.f16;
-    case CacheElem::kBF16: return t.sv.bf16;
-    case CacheElem::kS8: return t.sv.s8;
-    case CacheElem::kS4: return t.sv.s4;
-  }
-  return nullptr;
+  return for_elem(e, t.sv.f32, t.sv.f16, t.sv.bf16, t.sv.s8, t.sv.s4);
 }
 
 // Fills a cache of N rows (row stride ldk bytes) with random values of the dtype's full range.
