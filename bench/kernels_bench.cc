@@ -152,6 +152,7 @@ int register_all() {
         for (int64_t n : {512, 2048})
           for (int64_t k : {64, 128}) b->Args({1, n, k});
         b->Args({2, 2048, 128});
+        b->Args({2, 512, 128});  // one decode block of a KV head with two query heads
       }
       if (e == CacheElem::kF32) sv->Args({96, 512, 64});  // QAttention's per-head block
     }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "qk_gemm/qk_gemm.h"
 
@@ -30,35 +31,58 @@ struct LimbRow {
 
 // Splits q[0, H) into hi/lo. s4 stores the even elements at [0, H/2) and the odd ones at
 // [half, half + H/2), half >= H/2; padding up to `padded` (s8) or to half in each part is zero.
-// Returns false when the row must take the fp32 kernel.
+// Returns false when the row must take the fp32 kernel. Written so that compilers vectorize it (integer
+// max over the magnitude bits, float scaling by a power of two): split once per block call, it took 10%
+// of a 2-row x 512-key decode block as scalar double arithmetic.
 inline bool split_limbs(const float* q, size_t H, bool s4, size_t half, size_t padded, float alpha,
                         int16_t* hi, int16_t* lo, LimbRow* row) {
-  float amax = 0.0f;
-  bool out_of_range = false;
+  // Non-negative floats order as their bit patterns, and NaN's lie above infinity's.
+  uint32_t amax_bits = 0;
   for (size_t d = 0; d < H; ++d) {
-    const float a = std::fabs(q[d]);
-    out_of_range |= !(a <= kLimbMaxAbs);  // also NaN, which std::max would skip
-    amax = std::max(amax, a);
+    uint32_t b;
+    std::memcpy(&b, q + d, 4);
+    b &= 0x7fffffffu;
+    amax_bits = b > amax_bits ? b : amax_bits;
   }
-  if (out_of_range || H > kLimbMaxH || (amax != 0.0f && amax < kLimbMinAbs)) return false;
+  const auto bits_of = [](float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, 4);
+    return b;
+  };
+  if (amax_bits > bits_of(kLimbMaxAbs) || H > kLimbMaxH || (amax_bits != 0 && amax_bits < bits_of(kLimbMinAbs)))
+    return false;
   std::fill(hi, hi + padded, int16_t{0});
   std::fill(lo, lo + padded, int16_t{0});
   *row = {hi, lo, s4 ? half : 0, 0.0f, 0, 0};
-  if (amax == 0.0f) return true;  // all-zero row: every score is 0
+  if (amax_bits == 0) return true;  // all-zero row: every score is 0
+  float amax;
+  std::memcpy(&amax, &amax_bits, 4);
   int x;
   std::frexp(amax, &x);  // amax = m 2^x, m in [0.5, 1)
   const int e = 29 - x;  // amax 2^e < 2^29, so |Q| <= 2^29 and both limbs fit in [-2^14, 2^14]
-  const double scale = std::ldexp(1.0, e);  // a power of two: q * scale is exact in double
+  // A power of two in [2^-12, 2^69]: q * scale is exact, except products below 2^-126, which round to
+  // 0 exactly as the exact value would.
+  const float scale = std::ldexp(1.0f, e);
   int32_t sum_hi = 0, sum_lo = 0;
-  for (size_t d = 0; d < H; ++d) {
-    const int32_t v = static_cast<int32_t>(std::nearbyint(static_cast<double>(q[d]) * scale));
-    const int32_t h = (v + (1 << 14)) >> 15;
-    const int32_t l = v - h * (1 << 15);
-    const size_t at = s4 ? (d % 2) * half + d / 2 : d;
-    hi[at] = static_cast<int16_t>(h);
-    lo[at] = static_cast<int16_t>(l);
-    sum_hi += h;
-    sum_lo += l;
+  const auto split = [scale, &sum_hi, &sum_lo](const float* src, size_t stride, size_t n, int16_t* h, int16_t* l) {
+    int32_t sh = 0, sl = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const int32_t v = static_cast<int32_t>(std::nearbyint(src[k * stride] * scale));
+      const int32_t hv = (v + (1 << 14)) >> 15;
+      const int32_t lv = v - hv * (1 << 15);
+      h[k] = static_cast<int16_t>(hv);
+      l[k] = static_cast<int16_t>(lv);
+      sh += hv;
+      sl += lv;
+    }
+    sum_hi += sh;
+    sum_lo += sl;
+  };
+  if (s4) {
+    split(q, 2, H / 2, hi, lo);
+    split(q + 1, 2, H / 2, hi + half, lo + half);
+  } else {
+    split(q, 1, H, hi, lo);
   }
   *row = {hi, lo, s4 ? half : 0, std::ldexp(alpha, -e), sum_hi, sum_lo};
   return true;

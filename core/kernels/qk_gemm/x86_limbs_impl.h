@@ -36,6 +36,29 @@ struct X86Limbs {
     }
   }
 
+  // Nibble bytes: even elements in the low nibbles, odd ones in the high; the query limbs hold the even
+  // elements at [0, odd) and the odd ones from odd on. Loading the four limb vectors once per step, outside
+  // the key loop, keeps every accumulator in a register (with them inside, 2 rows spilled to the stack).
+  template <int MB, int R, class Load>
+  static void s4_step(const LimbRow* q, const uint8_t* K, size_t ldk, size_t b, Load load, Vi (&ah)[MB][R],
+                      Vi (&al)[MB][R]) {
+    Vi qhe[MB], qho[MB], qle[MB], qlo[MB];
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
+      qhe[i] = I::loadi(q[i].hi + b);
+      qho[i] = I::loadi(q[i].hi + q[i].odd + b);
+      qle[i] = I::loadi(q[i].lo + b);
+      qlo[i] = I::loadi(q[i].lo + q[i].odd + b);
+    }
+    ATTNKIT_UNROLL for (int r = 0; r < R; ++r) {
+      const Vi x = load(K + r * ldk + b);
+      const Vi even = I::low_nibbles(x), odd = I::high_nibbles(x);
+      ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
+        ah[i][r] = I::dot(I::dot(ah[i][r], even, qhe[i]), odd, qho[i]);
+        al[i][r] = I::dot(I::dot(al[i][r], even, qle[i]), odd, qlo[i]);
+      }
+    }
+  }
+
   template <int MB, int R, bool S4>
   static void tile(size_t H, const LimbRow* q, const uint8_t* K, size_t ldk, float* const* c) {
     Vi ah[MB][R], al[MB][R];
@@ -44,17 +67,9 @@ struct X86Limbs {
     // Whole vectors, then one zero-filled partial step (the query limbs are zero there too).
     if constexpr (S4) {
       const size_t bytes = H / 2;
-      for (size_t b = 0; b < bytes; b += kStep) {
-        const size_t n = b + kStep <= bytes ? kStep : bytes - b;
-        ATTNKIT_UNROLL for (int r = 0; r < R; ++r) {
-          const Vi x = n == kStep ? I::widen_u8(K + r * ldk + b) : I::widen_u8(K + r * ldk + b, n);
-          const Vi even = I::low_nibbles(x), odd = I::high_nibbles(x);
-          ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
-            ah[i][r] = I::dot(I::dot(ah[i][r], even, I::loadi(q[i].hi + b)), odd, I::loadi(q[i].hi + q[i].odd + b));
-            al[i][r] = I::dot(I::dot(al[i][r], even, I::loadi(q[i].lo + b)), odd, I::loadi(q[i].lo + q[i].odd + b));
-          }
-        }
-      }
+      size_t b = 0;
+      for (; b + kStep <= bytes; b += kStep) s4_step(q, K, ldk, b, [](const uint8_t* p) { return I::widen_u8(p); }, ah, al);
+      if (b < bytes) s4_step(q, K, ldk, b, [n = bytes - b](const uint8_t* p) { return I::widen_u8(p, n); }, ah, al);
     } else {
       size_t d = 0;
       for (; d + kStep <= H; d += kStep) s8_step(q, K, ldk, d, [](const uint8_t* p) { return I::widen_s8(p); }, ah, al);
