@@ -73,7 +73,7 @@ struct Avx2 {
     storeu_n(p, a, n);
     if (n > 8) storeu_n(p + 8, b, n - 8);
   }
-  static __m256 reduce8(const V v[8]) {
+  __attribute__((always_inline)) static __m256 reduce8(const V v[8]) {
     const V t0 = _mm256_hadd_ps(v[0], v[1]), t1 = _mm256_hadd_ps(v[2], v[3]);
     const V t2 = _mm256_hadd_ps(v[4], v[5]), t3 = _mm256_hadd_ps(v[6], v[7]);
     const V u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
