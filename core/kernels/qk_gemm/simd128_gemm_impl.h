@@ -162,8 +162,29 @@ struct Simd128Limbs {
           }
         }
     }
-    for (int i = 0; i < MB; ++i)
-      for (int r = 0; r < R; ++r) c[i][r] = combine_limbs(T::i32_hsum(ah[i][r]), T::i32_hsum(al[i][r]), q[i], S4);
+    if constexpr (MB * R == 4) {
+      // The whole tiles (1 row x 4 keys, 2 x 2): four scores at once through combine_limbs' formula lane-wise
+      // (the same roundings, so the same bits).
+      Vi h[4], l[4];
+      for (int s = 0; s < 4; ++s) {
+        h[s] = ah[s / R][s % R];
+        l[s] = al[s / R][s % R];
+      }
+      const auto off = [&](int s, bool hi) { return S4 ? 8 * (hi ? q[s / R].sum_hi : q[s / R].sum_lo) : 0; };
+      const Vi hs = T::i32_sub(T::i32_sums4(h), T::i32_make(off(0, true), off(1, true), off(2, true), off(3, true)));
+      const Vi ls = T::i32_sub(T::i32_sums4(l), T::i32_make(off(0, false), off(1, false), off(2, false), off(3, false)));
+      const auto out = T::mul(T::add(T::mul(T::f32_from_i32(hs), T::set1(32768.0f)), T::f32_from_i32(ls)),
+                              T::f32_make(q[0].factor, q[1 / R].factor, q[2 / R].factor, q[3 / R].factor));
+      if constexpr (R == 4) {
+        T::store(c[0], out);
+      } else {
+        T::store_low2(c[0], out);
+        T::store_high2(c[1], out);
+      }
+    } else {
+      for (int i = 0; i < MB; ++i)
+        for (int r = 0; r < R; ++r) c[i][r] = combine_limbs(T::i32_hsum(ah[i][r]), T::i32_hsum(al[i][r]), q[i], S4);
+    }
   }
 };
 

@@ -261,6 +261,20 @@ struct Vec128 {
     const Vi t = simde_wasm_i32x4_add(v, simde_wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
     return simde_wasm_i32x4_extract_lane(simde_wasm_i32x4_add(t, simde_wasm_i32x4_shuffle(t, t, 1, 0, 3, 2)), 0);
   }
+  // Lane k = the sum of v[k]'s lanes: 6 unpacks and 3 adds for four sums (one hsum each took 4 and an extract).
+  static Vi i32_sums4(const Vi v[4]) {
+    const auto pairs = [](Vi a, Vi b) {  // [a0+a2, b0+b2, a1+a3, b1+b3]
+      return simde_wasm_i32x4_add(simde_wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), simde_wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
+    };
+    const Vi x = pairs(v[0], v[1]), y = pairs(v[2], v[3]);
+    return simde_wasm_i32x4_add(simde_wasm_i32x4_shuffle(x, y, 0, 1, 4, 5), simde_wasm_i32x4_shuffle(x, y, 2, 3, 6, 7));
+  }
+  static Vi i32_sub(Vi a, Vi b) { return simde_wasm_i32x4_sub(a, b); }
+  static Vi i32_make(int32_t a, int32_t b, int32_t c, int32_t d) { return simde_wasm_i32x4_make(a, b, c, d); }
+  static V f32_make(float a, float b, float c, float d) { return simde_wasm_f32x4_make(a, b, c, d); }
+  static V f32_from_i32(Vi v) { return simde_wasm_f32x4_convert_i32x4(v); }
+  static void store_low2(float* p, V v) { simde_wasm_v128_store64_lane(p, v, 0); }
+  static void store_high2(float* p, V v) { simde_wasm_v128_store64_lane(p, v, 1); }
 };
 #endif
 
