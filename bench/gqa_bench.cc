@@ -158,6 +158,8 @@ void BM_GQA_Decode_16x8(benchmark::State& state) { BM_GQA_Decode(state, 16, 8); 
 void BM_GQA_FlashDecoding_4x4(benchmark::State& state) { BM_GQA_Decode(state, 4, 4); }
 // Groups of 4 query heads per KV head (Llama 3, Mistral): 4 rows per KV head in a decode step.
 void BM_GQA_Decode_32x8(benchmark::State& state) { BM_GQA_Decode(state, 32, 8); }
+// 8 query heads per KV head (Llama 3 70B): the limb QK's direct/packed crossover.
+void BM_GQA_Decode_64x8(benchmark::State& state) { BM_GQA_Decode(state, 64, 8); }
 
 BENCHMARK(report_host)->Name("host_limits")->Iterations(1);
 BENCHMARK(BM_GQA_Prefill)
@@ -178,6 +180,11 @@ BENCHMARK(BM_GQA_FlashDecoding_4x4)
 BENCHMARK(BM_GQA_Decode_32x8)
     ->ArgNames({"T", "cache", "threads", "mode"})
     ->ArgsProduct({{512, 4096}, {kF32, kI8, kI4}, {1, 2}, {2, 3}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_GQA_Decode_64x8)
+    ->ArgNames({"T", "cache", "threads", "mode"})
+    ->ArgsProduct({{4096}, {kF32, kI8, kI4}, {1, 2}, {2, 3}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -75,51 +75,29 @@ struct X86Limbs {
       for (; d + kStep <= H; d += kStep) s8_step(q, K, ldk, d, [](const uint8_t* p) { return I::widen_s8(p); }, ah, al);
       if (d < H) s8_step(q, K, ldk, d, [n = H - d](const uint8_t* p) { return I::widen_s8(p, n); }, ah, al);
     }
-    // combine_limbs' formula lane-wise: the same roundings, so the same bits as the scalar kernel.
-    if constexpr (R <= 4) {
-      // One reduction for 4 / R rows: hi sums land in lanes 0-3, lo sums in lanes 4-7, row by row. With one
-      // row per reduction, 4 query rows x 2 keys (a decode step of 4 query heads per KV head) left half of
-      // every reduction empty.
-      constexpr int kRowsPer = R == 3 ? 1 : 4 / R;
-      ATTNKIT_UNROLL for (int i0 = 0; i0 < MB; i0 += kRowsPer) {
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
+      // combine_limbs' formula lane-wise: the same roundings, so the same bits as the scalar kernel.
+      const __m256i off_hi = _mm256_set1_epi32(S4 ? 8 * q[i].sum_hi : 0);
+      const __m256i off_lo = _mm256_set1_epi32(S4 ? 8 * q[i].sum_lo : 0);
+      if constexpr (R <= 4) {
+        // One reduction: hi sums land in lanes 0-3, lo sums in lanes 4-7.
         Vi p[8];
-        // Per-slot offsets and factors as register values: built through a stack array, the vector load
-        // after scalar stores missed store forwarding (int4 decode 16 x 8 heads: 286 -> 365 us).
-        int32_t off_hi[4] = {0, 0, 0, 0}, off_lo[4] = {0, 0, 0, 0};
-        float factor[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        ATTNKIT_UNROLL for (int slot = 0; slot < 4; ++slot) {
-          const int i = i0 + slot / R, r = slot % R;
-          const bool live = slot < kRowsPer * R && i < MB;
-          const int ic = live ? i : 0;
-          p[slot] = live ? ah[ic][r] : I::zeroi();
-          p[4 + slot] = live ? al[ic][r] : I::zeroi();
-          if (live) {
-            off_hi[slot] = S4 ? 8 * q[i].sum_hi : 0;
-            off_lo[slot] = S4 ? 8 * q[i].sum_lo : 0;
-            factor[slot] = q[i].factor;
-          }
+        ATTNKIT_UNROLL for (int r = 0; r < 4; ++r) {
+          p[r] = r < R ? ah[i][r] : I::zeroi();
+          p[4 + r] = r < R ? al[i][r] : I::zeroi();
         }
-        __m256i sums = I::reduce8i(p);
-        if constexpr (S4)
-          sums = _mm256_sub_epi32(sums, _mm256_setr_epi32(off_hi[0], off_hi[1], off_hi[2], off_hi[3], off_lo[0],
-                                                          off_lo[1], off_lo[2], off_lo[3]));
+        const __m256i sums = _mm256_sub_epi32(I::reduce8i(p), _mm256_permute2x128_si256(off_hi, off_lo, 0x20));
         const __m128 h = _mm_cvtepi32_ps(_mm256_castsi256_si128(sums));
         const __m128 l = _mm_cvtepi32_ps(_mm256_extracti128_si256(sums, 1));
-        const __m128 scale = kRowsPer == 1 ? _mm_set1_ps(factor[0]) : _mm_setr_ps(factor[0], factor[1], factor[2], factor[3]);
-        const __m128 out = _mm_mul_ps(_mm_add_ps(_mm_mul_ps(h, _mm_set1_ps(32768.0f)), l), scale);
+        const __m128 out = _mm_mul_ps(_mm_add_ps(_mm_mul_ps(h, _mm_set1_ps(32768.0f)), l), _mm_set1_ps(q[i].factor));
         if (R == 4) {
-          _mm_storeu_ps(c[i0], out);
+          _mm_storeu_ps(c[i], out);
         } else {
           alignas(16) float o[4];
           _mm_store_ps(o, out);
-          ATTNKIT_UNROLL for (int slot = 0; slot < kRowsPer * R; ++slot)
-            if (i0 + slot / R < MB) c[i0 + slot / R][slot % R] = o[slot];
+          for (int r = 0; r < R; ++r) c[i][r] = o[r];
         }
-      }
-    } else {
-      ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
-        const __m256i off_hi = _mm256_set1_epi32(S4 ? 8 * q[i].sum_hi : 0);
-        const __m256i off_lo = _mm256_set1_epi32(S4 ? 8 * q[i].sum_lo : 0);
+      } else {
         Vi ph[8], pl[8];
         ATTNKIT_UNROLL for (int r = 0; r < 8; ++r) {
           ph[r] = r < R ? ah[i][r] : I::zeroi();

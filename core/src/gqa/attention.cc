@@ -23,10 +23,20 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 //   0.80-0.89; wasm fp32 4.35 -> 2.64 ms, int8 3.71 -> 2.64, bf16 4.05-6.14 -> 3.21-4.35;
 // - fp32 only, native: G=8 3.2 -> 1.7-1.9 ms, G=12 3.3-3.5 -> 2.35-2.4, G=16 4.1 -> 2.7-2.8, G=32 equal
 //   (0.51-0.53); wasm G=8 7.43 -> 5.58, G=16 10.7 -> 8.96. Packing a block costs what 16-32 rows of fp32 products do.
-// - at G=8, int8 and int4 (whose direct QK is the limb kernel) are faster packed (1.5-1.8 against 2.0-2.1 ms), and
-//   wasm bf16 the same (G=8) or faster (G=16: 10.5 against 11.6 ms).
+// - wasm bf16 is as fast packed at G=8 and faster at G=16 (10.5 against 11.6 ms); f16 and bf16 pack from 8 rows.
+// - int8 and int4: since the x86 limb QK takes two rows per pass (x86_traits_avx512.h), direct beats packing up to
+//   12 rows. One 512-key block, H=128, direct against pack + packed: 8 rows AVX512-VNNI 8.7 against 13.0 us, AVX2
+//   13.7 against 17.5, wasm 28 against 44; 12 rows AVX512 13.1 against 13.2, AVX2 20.4 against 19.1; 16 rows
+//   AVX512 17.6 against 15.7. (At 8 rows they packed before: the 8-row limb tile was 1.6x slower per row.)
 constexpr int64_t kPackedQkMinRowsF32 = 32;
+constexpr int64_t kPackedQkMinRowsQuantized = 12;
 constexpr int64_t kPackedQkMinRows = 8;
+
+int64_t packed_qk_min_rows(DType cache) {
+  if (cache == DType::kFloat32) return kPackedQkMinRowsF32;
+  if (cache == DType::kInt8 || cache == DType::kUInt8) return kPackedQkMinRowsQuantized;
+  return kPackedQkMinRows;
+}
 
 // Scratch is written before it is read, so it comes unzeroed from the tensor pool: per-call mmaps,
 // page faults and zero-fills of a few hundred KiB otherwise cost more than a short decode step.
@@ -429,7 +439,7 @@ void copy_past_chunk(const GqaProblem& p, const GqaTiling& t, int64_t bg, int64_
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& t, int threads,
                    uint8_t* present_key, uint8_t* present_value, GqaOutputs* outputs, bool copy_past) {
   AttentionContext c{p, kt, t, static_cast<size_t>(p.cache_row_bytes), nullptr, nullptr, nullptr,
-                     p.cache_dtype == DType::kFloat32 ? kPackedQkMinRowsF32 : kPackedQkMinRows, p.alpha, nullptr,
+                     packed_qk_min_rows(p.cache_dtype), p.alpha, nullptr,
                      nullptr, outputs};
   switch (p.cache_dtype) {
     case DType::kFloat16: c.qk_direct = kt.qk.f16; c.qk_pack = kt.qk.pack_f16; c.sv = kt.sv.f16; break;
