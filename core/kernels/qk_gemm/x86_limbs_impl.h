@@ -1,7 +1,8 @@
 // attnkit: the integer limb QK tile of limb_query.h for x86 over a traits type I with a fused int16
 // multiply-accumulate (AVX512-VNNI's vpdpwssd; without one, pmaddwd + paddd costs twice the fp32
 // kernel's work at two query rows, so AVX2/AVX512 keep the fp32 conversion kernels). Each K row is
-// widened to int16 once for both limbs of every query row; sums are reduced 8 keys at a time.
+// widened to int16 once for both limbs of a pass's query rows (I::kLimbRows); sums are reduced 4-8 keys
+// at a time.
 #pragma once
 #include "qk_gemm/limb_query.h"
 #include "qk_gemm/x86_common.h"
