@@ -360,7 +360,8 @@ Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& a
 Status q_attention_in_place(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
                             QAttentionOutputs* outputs, const RunOptions& options) {
   QAttentionProblem p;
-  ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, QAttentionRequest{true}, &p, /*in_place=*/true));
+  // The in-place form requests present itself (validate_qattention).
+  ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, QAttentionRequest(), &p, /*in_place=*/true));
   return run_validated(p, p.request, outputs, options);
 }
 
