@@ -52,15 +52,19 @@ void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64
 // Writes the present cache per spec §2.6 into buffers of shape (B, Nk, Mp, row): past rows are copied
 // unless the present IS the past (in place), then the new rows are rotated and converted/quantized, and
 // (separate buffers only) the rows past the new ones are zeroed: every byte is written.
-// defer_past_copy: leave the past rows to run_attention (split-KV decoding copies each chunk's past
-// rows right before attending over them, so they are read from cache, not memory, a second time).
 void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place,
-                   uint8_t* present_key, uint8_t* present_value, bool defer_past_copy = false);
-// Attention over the present cache into outputs->output (and output_qk when requested).
-// copy_past: the present buffers still lack the past rows (build_present deferred them); each
-// split-KV chunk task copies its own rows from past_key/past_value first.
+                   uint8_t* present_key, uint8_t* present_value);
+// build_present's two steps for one (b, kv head), for split-KV decoding to run chunk by chunk:
+// fill_past_rows writes rows [r0, r1) below the past length (past rows copied, missing ones zeroed);
+// write_new_rows the new rows and, for separate buffers, the zeros after them.
+void fill_past_rows(const GqaProblem& p, int64_t b, int64_t g, int64_t r0, int64_t r1, uint8_t* present_key,
+                    uint8_t* present_value);
+void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, int64_t b, int64_t g,
+                    uint8_t* present_key, uint8_t* present_value);
+// Attention over the present cache into outputs->output (and output_qk when requested). Split-KV decoding
+// (tiling.kv_chunk > 0) builds the present itself, each chunk right before attending over it, so the past
+// is read once; otherwise build_present has run.
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& tiling, int threads,
-                   uint8_t* present_key, uint8_t* present_value, GqaOutputs* outputs,
-                   bool copy_past = false);
+                   uint8_t* present_key, uint8_t* present_value, GqaOutputs* outputs, bool in_place);
 
 }  // namespace attnkit

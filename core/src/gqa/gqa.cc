@@ -121,54 +121,69 @@ void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64
   }
 }
 
-void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place,
-                   uint8_t* present_key, uint8_t* present_value, bool defer_past_copy) {
-  const int64_t B = p.batch, Nk = p.kv_heads, H = p.head_size, L = p.kv_seq, Mp = p.present_len;
+void fill_past_rows(const GqaProblem& p, int64_t b, int64_t g, int64_t r0, int64_t r1, uint8_t* present_key,
+                    uint8_t* present_value) {
+  const size_t row_bytes = static_cast<size_t>(p.cache_row_bytes);
+  const int64_t bg = b * p.kv_heads + g, past_rows = std::min(p.past_len[b], p.past_capacity);
+  r1 = std::min(r1, p.past_len[b]);
+  for (int kv = 0; kv < 2; ++kv) {
+    uint8_t* dst = (kv == 0 ? present_key : present_value) + static_cast<size_t>(bg * p.present_len) * row_bytes;
+    const int64_t copy_end = std::min(r1, past_rows);
+    if (r0 < copy_end) {
+      const TensorView* past = kv == 0 ? p.inputs->past_key : p.inputs->past_value;
+      std::memcpy(dst + r0 * row_bytes, past->as<uint8_t>() + static_cast<size_t>(bg * p.past_capacity + r0) * row_bytes,
+                  static_cast<size_t>(copy_end - r0) * row_bytes);
+    }
+    const int64_t zero_from = std::max(r0, past_rows);
+    if (zero_from < r1) std::memset(dst + zero_from * row_bytes, 0, static_cast<size_t>(r1 - zero_from) * row_bytes);
+  }
+}
+
+void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, int64_t b, int64_t g,
+                    uint8_t* present_key, uint8_t* present_value) {
+  const int64_t Nk = p.kv_heads, H = p.head_size, L = p.kv_seq, Mp = p.present_len;
   const size_t row_bytes = static_cast<size_t>(p.cache_row_bytes);
   const int64_t row_heads = p.packed_qkv ? p.heads + 2 * Nk : Nk;
-  parallel_for(static_cast<size_t>(B * Nk), threads, [&](size_t task, int) {
-    const int64_t b = static_cast<int64_t>(task) / Nk, g = static_cast<int64_t>(task) % Nk;
-    std::vector<float> row(static_cast<size_t>(H)), cs(static_cast<size_t>(p.rotary_dim));
-    std::vector<float> inv_k(static_cast<size_t>(H)), inv_v(static_cast<size_t>(H));
-    if (p.quant != KvQuant::kNone) {
-      inverse_scales(p, p.inputs->k_scale, g, inv_k.data());
-      inverse_scales(p, p.inputs->v_scale, g, inv_v.data());
+  std::vector<float> row(static_cast<size_t>(H)), cs(static_cast<size_t>(p.rotary_dim));
+  std::vector<float> inv_k(static_cast<size_t>(H)), inv_v(static_cast<size_t>(H));
+  if (p.quant != KvQuant::kNone) {
+    inverse_scales(p, p.inputs->k_scale, g, inv_k.data());
+    inverse_scales(p, p.inputs->v_scale, g, inv_v.data());
+  }
+  for (int kv = 0; kv < 2; ++kv) {
+    uint8_t* dst = (kv == 0 ? present_key : present_value) + static_cast<size_t>((b * Nk + g) * Mp) * row_bytes;
+    if (!in_place) {
+      // Separate buffers arrive unset: the rows past the new ones are zeroed here, once.
+      const int64_t written = std::max(std::min(p.past_len[b], p.past_capacity), std::min(p.past_len[b] + L, Mp));
+      std::memset(dst + written * row_bytes, 0, static_cast<size_t>(Mp - written) * row_bytes);
     }
-    for (int kv = 0; kv < 2; ++kv) {
-      uint8_t* present = kv == 0 ? present_key : present_value;
-      uint8_t* dst = present + static_cast<size_t>((b * Nk + g) * Mp) * row_bytes;
-      const int64_t past_rows = std::min(p.past_len[b], p.past_capacity);
-      if (!in_place) {
-        // Separate buffers arrive unset: every row is written once here (past, new, then zeros), so
-        // the pages are touched by the worker that fills them and never zeroed twice.
-        if (p.has_past && past_rows > 0 && !defer_past_copy) {
-          const TensorView* past = kv == 0 ? p.inputs->past_key : p.inputs->past_value;
-          const uint8_t* src = past->as<uint8_t>() + static_cast<size_t>((b * Nk + g) * p.past_capacity) * row_bytes;
-          std::memcpy(dst, src, static_cast<size_t>(past_rows) * row_bytes);
-        }
-        const int64_t written = std::max(past_rows, std::min(p.past_len[b] + L, Mp));
-        std::memset(dst + past_rows * row_bytes, 0, static_cast<size_t>(p.past_len[b] - past_rows) * row_bytes);
-        std::memset(dst + written * row_bytes, 0, static_cast<size_t>(Mp - written) * row_bytes);
-      }
-      const TensorView* input = p.packed_qkv ? p.inputs->query : (kv == 0 ? p.inputs->key : p.inputs->value);
-      const int64_t head = p.packed_qkv ? p.heads + kv * Nk + g : g;
-      const size_t in_row_bytes = static_cast<size_t>(H) * dtype_size(p.dtype);
-      constexpr int64_t kPrefetchRows = 8;  // input rows are strided: keep several misses in flight
-      for (int64_t s = 0; s < std::min(L, kPrefetchRows); ++s)
-        prefetch_bytes(input->as<uint8_t>() + token_head_offset(p, b, s, L, row_heads, head) * dtype_size(p.dtype),
+    const TensorView* input = p.packed_qkv ? p.inputs->query : (kv == 0 ? p.inputs->key : p.inputs->value);
+    const int64_t head = p.packed_qkv ? p.heads + kv * Nk + g : g;
+    const size_t in_row_bytes = static_cast<size_t>(H) * dtype_size(p.dtype);
+    constexpr int64_t kPrefetchRows = 8;  // input rows are strided: keep several misses in flight
+    for (int64_t s = 0; s < std::min(L, kPrefetchRows); ++s)
+      prefetch_bytes(input->as<uint8_t>() + token_head_offset(p, b, s, L, row_heads, head) * dtype_size(p.dtype),
+                     in_row_bytes, false);
+    for (int64_t s = 0; s < L; ++s) {
+      if (s + kPrefetchRows < L)
+        prefetch_bytes(input->as<uint8_t>() +
+                           token_head_offset(p, b, s + kPrefetchRows, L, row_heads, head) * dtype_size(p.dtype),
                        in_row_bytes, false);
-      for (int64_t s = 0; s < L; ++s) {
-        if (s + kPrefetchRows < L)
-          prefetch_bytes(input->as<uint8_t>() +
-                             token_head_offset(p, b, s + kPrefetchRows, L, row_heads, head) * dtype_size(p.dtype),
-                         in_row_bytes, false);
-        const int64_t dst_row = p.past_len[b] + s;
-        if (dst_row >= Mp) break;  // validation guarantees room; defensive against overflow
-        load_float_row(kt, input->data, p.dtype, token_head_offset(p, b, s, L, row_heads, head), H, row.data());
-        if (kv == 0 && p.rotary) rotate_row(p, kt, p.positions[b * p.seq + s], row.data(), cs.data());
-        store_cache_row(p, kt, row.data(), kv == 0 ? inv_k.data() : inv_v.data(), dst + dst_row * row_bytes);
-      }
+      const int64_t dst_row = p.past_len[b] + s;
+      if (dst_row >= Mp) break;  // validation guarantees room; defensive against overflow
+      load_float_row(kt, input->data, p.dtype, token_head_offset(p, b, s, L, row_heads, head), H, row.data());
+      if (kv == 0 && p.rotary) rotate_row(p, kt, p.positions[b * p.seq + s], row.data(), cs.data());
+      store_cache_row(p, kt, row.data(), kv == 0 ? inv_k.data() : inv_v.data(), dst + dst_row * row_bytes);
     }
+  }
+}
+
+void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place,
+                   uint8_t* present_key, uint8_t* present_value) {
+  parallel_for(static_cast<size_t>(p.batch * p.kv_heads), threads, [&](size_t task, int) {
+    const int64_t b = static_cast<int64_t>(task) / p.kv_heads, g = static_cast<int64_t>(task) % p.kv_heads;
+    if (!in_place) fill_past_rows(p, b, g, 0, p.past_len[b], present_key, present_value);
+    write_new_rows(p, kt, in_place, b, g, present_key, present_value);
   });
 }
 
@@ -266,10 +281,9 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
       present_key = k->as<uint8_t>();
       present_value = v->as<uint8_t>();
     }
-    // Split-KV decoding reads every past row right after copying it: one pass over the past, not two.
-    const bool defer_past_copy = !in_place && tiling.kv_chunk > 0 && p.has_past;
-    build_present(p, kt, threads, in_place, present_key, present_value, defer_past_copy);
-    run_attention(p, kt, tiling, threads, present_key, present_value, outputs, defer_past_copy);
+    // Split-KV decoding writes the present chunk by chunk itself (run_attention).
+    if (tiling.kv_chunk == 0) build_present(p, kt, threads, in_place, present_key, present_value);
+    run_attention(p, kt, tiling, threads, present_key, present_value, outputs, in_place);
   } catch (const std::bad_alloc&) {
     return Status::Error("out of memory: GroupQueryAttention needs " +
                          std::to_string(gqa_scratch_bytes(p, tiling, threads)) + " bytes of scratch");
