@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gqa/driver.h"
 #include "gqa_reference.h"
 #include "gqa_test_inputs.h"
 
@@ -21,12 +22,19 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
 
 // Ragged batch of two decode steps over ~1300 and ~900 cached rows: several 512-row chunks, a
 // partial last chunk, and a capacity past both lengths (the rows beyond stay zero in the present).
-GqaCase long_decode_case(int bits, int64_t window) {
+// With 8 KV heads over ~3000 and ~2100 rows there are enough tasks for longer chunks (plan_gqa).
+struct LongDecode {
+  int64_t heads = 4, kv_heads = 2, past = 1400, total = 1301;
+  std::vector<int32_t> seqlens{1300, 900};
+};
+const LongDecode kManyHeads{16, 8, 3200, 3001, {3000, 2100}};
+
+GqaCase long_decode_case(int bits, int64_t window, const LongDecode& shape) {
   CaseSpec s;
-  s.batch = 2, s.seq = 1, s.heads = 4, s.kv_heads = 2, s.head_size = 64;
-  s.past = 1400;
-  s.seqlens = {1300, 900};
-  s.total = 1301;
+  s.batch = 2, s.seq = 1, s.heads = shape.heads, s.kv_heads = shape.kv_heads, s.head_size = 64;
+  s.past = shape.past;
+  s.seqlens = shape.seqlens;
+  s.total = shape.total;
   s.seed = 77;
   GqaCase c = make_case(s);
   c.attrs.local_window_size = window;
@@ -45,8 +53,8 @@ GqaCase long_decode_case(int bits, int64_t window) {
   return c;
 }
 
-void check_long_decode(int bits, int64_t window) {
-  GqaCase c = long_decode_case(bits, window);
+void check_long_decode(int bits, int64_t window, const LongDecode& shape = LongDecode()) {
+  GqaCase c = long_decode_case(bits, window, shape);
   GqaInputs in = c.inputs();
   reference::GqaReferenceResult ref;
   ASSERT_TRUE(reference::group_query_attention(in, c.attrs, c.request, &ref).ok());
@@ -76,9 +84,9 @@ void check_long_decode(int bits, int64_t window) {
 
   // Each output is a convex combination of dequantized values (|v| <= 8 * 1.2 / 7 < 1.4 here, or < 1
   // for fp32) formed by fp32 dot products over 64 channels and fp32 sums over <= 1301 keys; the
-  // worst-case error of those recursive sums, (64 + 1301) * 2^-24 relative to the largest term,
+  // worst-case error of those recursive sums, (64 + total) * 2^-24 relative to the largest term,
   // times 4 for the exp polynomial, the LSE merge and the final scaling, bounds the difference.
-  const double tol = 4.0 * (64 + 1301) * std::ldexp(1.0, -24) * 1.4;
+  const double tol = 4.0 * static_cast<double>(64 + shape.total) * std::ldexp(1.0, -24) * 1.4;
   double worst = 0.0;
   for (size_t i = 0; i < ref.output.size(); ++i) {
     const double got = reference::load_float(one.output.storage.data(), DType::kFloat32, static_cast<int64_t>(i));
@@ -91,6 +99,28 @@ TEST(GqaSplitKv, Float32LongDecode) { check_long_decode(0, -1); }
 TEST(GqaSplitKv, Float32LongDecodeWindowed) { check_long_decode(0, 700); }
 TEST(GqaSplitKv, Int8LongDecode) { check_long_decode(8, -1); }
 TEST(GqaSplitKv, Int4LongDecodeWindowed) { check_long_decode(4, 600); }
+GqaTiling flash_plan(GqaCase c) {
+  const GqaInputs in = c.inputs();
+  GqaProblem p;
+  EXPECT_TRUE(validate_gqa(in, c.attrs, c.request, &p).ok());
+  return plan_gqa(p, true);
+}
+
+// The shapes above do run the chunk lengths they are meant to cover.
+TEST(GqaSplitKv, ManyHeadsTakeLongChunks) {
+  for (int bits : {0, 8}) {
+    // 256 KiB of K per block: 1024 fp32 rows of 64 channels, 2048 (the most) int8 ones.
+    const GqaTiling t = flash_plan(long_decode_case(bits, -1, kManyHeads));
+    EXPECT_EQ(t.kv_chunk, bits ? 2048 : 1024) << bits;
+    EXPECT_EQ(t.kv_chunks, bits ? 2 : 3) << bits;
+    EXPECT_EQ(t.panel_keys, 0) << bits;  // two query heads per KV head read K directly
+  }
+  const GqaTiling few = flash_plan(long_decode_case(8, -1, LongDecode()));
+  EXPECT_EQ(few.kv_chunk, 512);
+  EXPECT_EQ(few.kv_chunks, 3);
+}
+TEST(GqaSplitKv, Float32LongChunks) { check_long_decode(0, -1, kManyHeads); }
+TEST(GqaSplitKv, Int8LongChunksWindowed) { check_long_decode(8, 2500, kManyHeads); }
 
 }  // namespace
 }  // namespace attnkit

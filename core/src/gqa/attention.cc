@@ -33,11 +33,15 @@ constexpr int64_t kPackedQkMinRowsF32 = 32;
 constexpr int64_t kPackedQkMinRowsQuantized = 12;
 constexpr int64_t kPackedQkMinRows = 8;
 
+}  // namespace
+
 int64_t packed_qk_min_rows(DType cache) {
   if (cache == DType::kFloat32) return kPackedQkMinRowsF32;
   if (cache == DType::kInt8 || cache == DType::kUInt8) return kPackedQkMinRowsQuantized;
   return kPackedQkMinRows;
 }
+
+namespace {
 
 // Scratch is written before it is read, so it comes unzeroed from the tensor pool: per-call mmaps,
 // page faults and zero-fills of a few hundred KiB otherwise cost more than a short decode step.
@@ -91,7 +95,7 @@ Scratch carve(const GqaTiling& t, int64_t H, ScratchFloats& buf) {
   s.scores = at; at += M * span;
   s.row_max = at; at += M;
   s.row_sum = at; at += M;
-  s.panels = at; at += static_cast<size_t>(t.kv_block * H);
+  s.panels = at; at += static_cast<size_t>(t.panel_keys * H);
   s.bias = at; at += span;
   s.work = at;
   s.span = span;

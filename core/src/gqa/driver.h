@@ -17,6 +17,7 @@ struct GqaTiling {
   int64_t query_rows = 0;    // Br: query positions per task (all G heads of a kv head share a task)
   int64_t task_rows = 0;     // M = G * Br: score rows per task
   int64_t kv_block = 0;      // Bc: keys per flash block
+  int64_t panel_keys = 0;    // keys of K a worker packs into fp32 panels at once (0: it never packs)
   int64_t kv_chunk = 0;      // split-KV chunk for decoding (S == 1); 0 = no split
   int64_t kv_chunks = 1;     // chunks per (b, kv head) when split
   int64_t naive_span = 0;    // naive path: widest key span a task materializes
@@ -25,6 +26,8 @@ struct GqaTiling {
 };
 
 GqaTiling plan_gqa(const GqaProblem& p, bool flash);
+// Score rows from which a flash tile packs each K block into fp32 panels instead of reading K directly.
+int64_t packed_qk_min_rows(DType cache);
 // Bytes of scratch a call allocates with this plan on `threads` threads (excluding the outputs, but
 // including a present cache built internally when the caller did not ask for it).
 size_t gqa_scratch_bytes(const GqaProblem& p, const GqaTiling& tiling, int threads);
