@@ -475,8 +475,8 @@ void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& 
     ScratchFloats partials(tiles * chunks * stride);
     // One parallel region does it all: each chunk task first writes its rows of the present (the past rows when
     // the present is a separate buffer; the new row in its chunk), and whoever finishes a tile's last chunk
-    // merges that tile. Separate regions for the new rows and the merges cost 30-40 us of a 280 us two-thread
-    // decode step (int8 T=4096 through DRAM) in waits at their ends.
+    // merges that tile. Separate regions for the new rows and the merges cost short steps their waits at each
+    // region's end (T=512 in place, two threads: fp32 51 -> 41 us, int8 31 -> 27 with one region).
     std::vector<std::atomic<int64_t>> chunks_done(tiles);
     for (auto& n : chunks_done) n.store(0, std::memory_order_relaxed);
     // Threads claim runs of consecutive chunks, so each reads long stretches of one head's K and V in order:
