@@ -308,7 +308,7 @@ inline void sv_tile_half(size_t N, const float* P, size_t ldp, const uint8_t* V,
 // kFull: every byte vector of the tile is whole (a constant load width keeps accumulators in registers).
 template <class I, int MB, int CB, bool kFull>
 inline void sv_tile_s4(size_t N, const float* P, size_t ldp, const uint8_t* V, size_t ldv, size_t b0,
-                       size_t bytes, float* O, size_t ldo, bool accumulate) {
+                       size_t bytes, float* O, size_t ldo, bool accumulate, size_t rows_ahead) {
   using Vec = typename I::V;
   Vec ev[MB][CB], od[MB][CB];
   for (int i = 0; i < MB; ++i)
@@ -322,6 +322,7 @@ inline void sv_tile_s4(size_t N, const float* P, size_t ldp, const uint8_t* V, s
     }
   for (size_t j = 0; j < N; ++j) {  // V converted first, broadcasts used at once (as in sv_tile)
     const uint8_t* row = V + j * ldv;
+    if (rows_ahead && j + rows_ahead < N) prefetch_lines(row + rows_ahead * ldv, ldv);
     Vec lo[CB], hi[CB];
     for (int c = 0; c < CB; ++c) {
       const size_t b = b0 + c * I::W;
@@ -352,9 +353,12 @@ void sv_rows(size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, s
     const size_t bytes = H / 2;
     size_t b = 0;
     constexpr int CB4 = CB / 2 > 0 ? CB / 2 : 1;
+    // A decode step's tile spans the whole row (1-2 rows, H <= 128 on AVX512): one pass reads V once, in order,
+    // usually from DRAM, so it asks for rows ahead as the streamed SV does.
+    const size_t ahead = sv_streams(MB, N, ldv) && CB4 * I::W >= bytes ? stream_prefetch_rows(ldv) : 0;
     for (; b + CB4 * I::W <= bytes; b += CB4 * I::W)
-      sv_tile_s4<I, MB, CB4, true>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate);
-    for (; b < bytes; b += I::W) sv_tile_s4<I, MB, 1, false>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate);
+      sv_tile_s4<I, MB, CB4, true>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate, ahead);
+    for (; b < bytes; b += I::W) sv_tile_s4<I, MB, 1, false>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate, ahead);
   } else {
     size_t d = 0;
     for (; d + CB * I::W <= H; d += CB * I::W)
