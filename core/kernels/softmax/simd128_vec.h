@@ -134,6 +134,26 @@ struct Vec128 {
     const simde_uint8x8_t z = simde_vzip_u8(l, h).val[0];
     widen8(simde_vsub_s8(simde_vreinterpret_s8_u8(z), simde_vdup_n_s8(8)), lo, hi);
   }
+  // 8 bytes, 16 nibbles: the even elements (low nibbles) and the odd ones (high nibbles), each minus 8.
+  static void nibbles16(const uint8_t* p, V (&even)[2], V (&odd)[2]) {
+    uint8_t b[8];
+    std::memcpy(b, p, 8);
+    const simde_uint8x8_t v = simde_vld1_u8(b);
+    const simde_int8x8_t eight = simde_vdup_n_s8(8);
+    widen8(simde_vsub_s8(simde_vreinterpret_s8_u8(simde_vand_u8(v, simde_vdup_n_u8(0x0f))), eight), even[0], even[1]);
+    widen8(simde_vsub_s8(simde_vreinterpret_s8_u8(simde_vshr_n_u8(v, 4)), eight), odd[0], odd[1]);
+  }
+  // (e0 e1 e2 e3), (o0 o1 o2 o3) <-> (e0 o0 e1 o1), (e2 o2 e3 o3).
+  static void interleave(V e, V o, V& a, V& b) {
+    const simde_float32x4x2_t z = simde_vzipq_f32(e, o);
+    a = z.val[0];
+    b = z.val[1];
+  }
+  static void deinterleave(V a, V b, V& e, V& o) {
+    const simde_float32x4x2_t u = simde_vuzpq_f32(a, b);
+    e = u.val[0];
+    o = u.val[1];
+  }
 };
 #else
 struct Vec128 {
@@ -241,6 +261,22 @@ struct Vec128 {
     const V x = simde_wasm_u16x8_extend_low_u8x16(simde_wasm_v128_load32_zero(row + d / 2));
     const V even = simde_wasm_v128_and(x, simde_wasm_i16x8_splat(0x0f)), odd = simde_wasm_u16x8_shr(x, 4);
     bytes_to_float(simde_wasm_i16x8_shuffle(even, odd, 0, 8, 1, 9, 2, 10, 3, 11), 8.0f, lo, hi);
+  }
+  // 8 bytes, 16 nibbles: the even elements (low nibbles) and the odd ones (high nibbles), each minus 8; 11
+  // instructions where two load8 calls take 18 (no unpack back into element order).
+  static void nibbles16(const uint8_t* p, V (&even)[2], V (&odd)[2]) {
+    const V x = simde_wasm_u16x8_load8x8(p);
+    bytes_to_float(simde_wasm_v128_and(x, simde_wasm_i16x8_splat(0x0f)), 8.0f, even[0], even[1]);
+    bytes_to_float(simde_wasm_u16x8_shr(x, 4), 8.0f, odd[0], odd[1]);
+  }
+  // (e0 e1 e2 e3), (o0 o1 o2 o3) <-> (e0 o0 e1 o1), (e2 o2 e3 o3).
+  static void interleave(V e, V o, V& a, V& b) {
+    a = simde_wasm_i32x4_shuffle(e, o, 0, 4, 1, 5);
+    b = simde_wasm_i32x4_shuffle(e, o, 2, 6, 3, 7);
+  }
+  static void deinterleave(V a, V b, V& e, V& o) {
+    e = simde_wasm_i32x4_shuffle(a, b, 0, 2, 4, 6);
+    o = simde_wasm_i32x4_shuffle(a, b, 1, 3, 5, 7);
   }
 
   // Integer limb QK (Simd128Limbs in qk_gemm/simd128_gemm_impl.h): 8 int16 lanes, int32 sums.
