@@ -353,8 +353,8 @@ void sv_rows(size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, s
     const size_t bytes = H / 2;
     size_t b = 0;
     constexpr int CB4 = CB / 2 > 0 ? CB / 2 : 1;
-    // A decode step's tile spans the whole row (1-2 rows, H <= 128 on AVX512): one pass reads V once, in order,
-    // usually from DRAM, so it asks for rows ahead as the streamed SV does.
+    // Where one tile spans the whole row (a decode step of 1-2 rows at H <= 128 on AVX512), its one pass reads V
+    // once, in order, usually from DRAM, so it asks for rows ahead as the streamed SV does.
     const size_t ahead = sv_streams(MB, N, ldv) && CB4 * I::W >= bytes ? stream_prefetch_rows(ldv) : 0;
     for (; b + CB4 * I::W <= bytes; b += CB4 * I::W)
       sv_tile_s4<I, MB, CB4, true>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate, ahead);
