@@ -353,12 +353,15 @@ void sv_rows(size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, s
     const size_t bytes = H / 2;
     size_t b = 0;
     constexpr int CB4 = CB / 2 > 0 ? CB / 2 : 1;
-    // Where one tile spans the whole row (a decode step of 1-2 rows at H <= 128 on AVX512), its one pass reads V
-    // once, in order, usually from DRAM, so it asks for rows ahead as the streamed SV does.
-    const size_t ahead = sv_streams(MB, N, ldv) && CB4 * I::W >= bytes ? stream_prefetch_rows(ldv) : 0;
+    // A decode step reads its V block from DRAM in the first column tile (later ones find it in L2): where that tile
+    // covers at least half of each row (AVX512 up to 4 rows, AVX2 one row, at H = 128), it asks for whole rows 4 KB
+    // ahead, as the streamed SV does. Through DRAM, T=4096: N=16 two threads 181-196 -> 154-177 us; N=32 (two tiles
+    // a row) one thread 571-651 -> 535-568. Narrower AVX2 tiles went both ways (4 rows, one thread, 10% slower).
+    const size_t ahead = sv_streams(MB, N, ldv) && 2 * CB4 * I::W >= bytes ? stream_prefetch_rows(ldv) : 0;
     for (; b + CB4 * I::W <= bytes; b += CB4 * I::W)
-      sv_tile_s4<I, MB, CB4, true>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate, ahead);
-    for (; b < bytes; b += I::W) sv_tile_s4<I, MB, 1, false>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate, ahead);
+      sv_tile_s4<I, MB, CB4, true>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate, b == 0 ? ahead : 0);
+    for (; b < bytes; b += I::W)
+      sv_tile_s4<I, MB, 1, false>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate, b == 0 ? ahead : 0);
   } else {
     size_t d = 0;
     for (; d + CB * I::W <= H; d += CB * I::W)
