@@ -99,6 +99,7 @@ TEST(GqaSplitKv, Float32LongDecode) { check_long_decode(0, -1); }
 TEST(GqaSplitKv, Float32LongDecodeWindowed) { check_long_decode(0, 700); }
 TEST(GqaSplitKv, Int8LongDecode) { check_long_decode(8, -1); }
 TEST(GqaSplitKv, Int4LongDecodeWindowed) { check_long_decode(4, 600); }
+
 GqaTiling flash_plan(GqaCase c) {
   const GqaInputs in = c.inputs();
   GqaProblem p;
