@@ -1,0 +1,221 @@
+// attnkit qk_gemm: the exact int4 limb QK of limb_query.h on AVX512-VNNI with keys in lanes. 16 K rows
+// are transposed so that each 32-bit lane holds one key's 8 nibbles of a column; every limb is split into
+// two signed bytes (limb = 256 a + b) that vpdpbusd multiplies with the unsigned nibbles, broadcast from
+// memory. No per-key reduction is left, and the sums are the limb sums of every other ISA: the same bits.
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "qk_gemm/limb_query.h"
+#include "qk_gemm/x86_common.h"
+
+namespace attnkit {
+namespace {
+
+constexpr size_t kLaneKeys = 16;   // keys per tile: one per 32-bit lane
+constexpr size_t kLaneChunk = 64;  // K bytes per transposed chunk: 16 columns of 4 bytes
+constexpr int kLaneMaxRows = 4;    // query rows per pass over K
+
+// The query rows of one pass, column-major: for K column c (row bytes 4c..4c+3, i.e. elements 8c..8c+7),
+// row i and digit k, the dword at ((c * MB + i) * 4 + k) * 2 holds digit k of the even elements 8c, 8c+2,
+// 8c+4, 8c+6 (the low nibbles' partners) and the next dword that of the odd ones. Digits: each limb
+// as 256 a + b with b its low byte read as signed (|a| <= 64 for |limb| <= 2^14): hi = 256 d0 + d1,
+// lo = 256 d2 + d3. Every broadcast of a column then comes from one pointer at constant offsets.
+struct S4LaneQuery {
+  const int32_t* digits;
+  float factor[kLaneMaxRows];
+  int32_t off_hi[kLaneMaxRows], off_lo[kLaneMaxRows];  // 8 * the limb sums: the nibble offset
+};
+
+// r[k] holds 16 dwords of key k; afterwards r[c] holds column c of the 16 keys (lane k = key k).
+__attribute__((always_inline)) inline void transpose16x16_epi32(__m512i r[16]) {
+  __m512i t[16];
+  for (int k = 0; k < 8; ++k) {
+    t[2 * k] = _mm512_unpacklo_epi32(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm512_unpackhi_epi32(r[2 * k], r[2 * k + 1]);
+  }
+  // u[4g + t]: 128-bit lane L holds keys 4g..4g+3 at column 4L + t.
+  __m512i u[16];
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
+    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+    const __m512i v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
+    r[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+    r[4 + c] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
+    r[8 + c] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
+  }
+}
+
+inline void dpbusd_bcast_into(__m512i& acc, __m512i u8, const int32_t* s8x4) {
+#if defined(__GNUC__) && !defined(__clang__)
+  // As x86_vnni.h: the accumulator stays in its register; the four signed bytes come as a {1to16} broadcast.
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u8), "m"(*s8x4));
+#else
+  acc = _mm512_dpbusd_epi32(acc, u8, _mm512_set1_epi32(*s8x4));
+#endif
+}
+
+// One column of 16 keys (8 nibbles each) into every row's four digit sums.
+// Sums of kSets x MB (set-major), one array per digit: GCC keeps arrays of up to 256 bytes in registers.
+template <int MB, int kSets>
+struct S4LaneSums {
+  __m512i d0[kSets * MB], d1[kSets * MB], d2[kSets * MB], d3[kSets * MB];
+};
+
+// One column of 16 keys (8 nibbles each) into set `set` of every row's four digit sums; qd points at the
+// column's digits.
+template <int MB, int kSets>
+__attribute__((always_inline)) inline void s4_lane_column(S4LaneSums<MB, kSets>& s, int set, __m512i x,
+                                                          const int32_t* qd) {
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  const __m512i even = _mm512_and_si512(x, nibble), odd = _mm512_and_si512(_mm512_srli_epi32(x, 4), nibble);
+  ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
+    const int a = set * MB + i;
+    const int32_t* d = qd + i * 8;
+    dpbusd_bcast_into(s.d0[a], even, d + 0);
+    dpbusd_bcast_into(s.d1[a], even, d + 2);
+    dpbusd_bcast_into(s.d2[a], even, d + 4);
+    dpbusd_bcast_into(s.d3[a], even, d + 6);
+    dpbusd_bcast_into(s.d0[a], odd, d + 1);
+    dpbusd_bcast_into(s.d1[a], odd, d + 3);
+    dpbusd_bcast_into(s.d2[a], odd, d + 5);
+    dpbusd_bcast_into(s.d3[a], odd, d + 7);
+  }
+}
+
+// One chunk of K rows [0, kn) (bytes [cb, cb + n) of each), transposed: r[c] = column c, lane k = key k.
+template <bool kFull>
+__attribute__((always_inline)) inline void s4_lane_transpose(const uint8_t* K, size_t ldk, size_t kn, size_t cb,
+                                                             size_t n, __m512i r[16]) {
+  const __mmask64 m = n == kLaneChunk ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+  ATTNKIT_UNROLL for (size_t k = 0; k < 16; ++k)
+    r[k] = kFull || k < kn ? _mm512_maskz_loadu_epi8(m, K + k * ldk + cb) : _mm512_setzero_si512();
+  transpose16x16_epi32(r);
+}
+
+// MB query rows x up to 16 keys (kn). Each sum's chain gets two multiply-adds a column (4 cycles each), so a
+// tile needs about 16 independent sums (MB * 4 digits) to reach two multiply-adds a cycle: one row spreads
+// alternate columns over two sets of sums. Up to two rows the 16 transposed columns stay in registers beside
+// the sums; from three rows on they go through an L1 buffer, which leaves the registers to the sums.
+template <int MB, bool kFull>
+inline void s4_lane_tile(size_t H, const S4LaneQuery& q, const uint8_t* K, size_t ldk, size_t kn, float* const* c) {
+  constexpr int kSets = MB == 1 ? 2 : 1;
+  S4LaneSums<MB, kSets> s;
+  ATTNKIT_UNROLL for (int a = 0; a < kSets * MB; ++a) s.d0[a] = s.d1[a] = s.d2[a] = s.d3[a] = _mm512_setzero_si512();
+  const int32_t* qd = q.digits;
+  const size_t bytes = H / 2;
+  for (size_t cb = 0; cb < bytes; cb += kLaneChunk) {
+    const size_t n = std::min(kLaneChunk, bytes - cb);
+    const size_t ncols = n / 4;  // H is a multiple of 8, so n of 4
+    if (MB <= 2 && ncols == 16) {
+      __m512i r[16];
+      s4_lane_transpose<kFull>(K, ldk, kn, cb, n, r);
+      ATTNKIT_UNROLL for (int col = 0; col < 16; ++col) s4_lane_column(s, col % kSets, r[col], qd + col * MB * 8);
+    } else {
+      __m512i r[16];
+      s4_lane_transpose<kFull>(K, ldk, kn, cb, n, r);
+      alignas(64) uint32_t cols[16][16];
+      ATTNKIT_UNROLL for (int k = 0; k < 16; ++k) _mm512_store_si512(cols[k], r[k]);
+      for (size_t col = 0; col < ncols; ++col) s4_lane_column(s, 0, _mm512_load_si512(cols[col]), qd + col * MB * 8);
+    }
+    qd += ncols * MB * 8;
+  }
+  const __mmask16 out_mask = static_cast<__mmask16>((1u << kn) - 1);
+  ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
+    __m512i t[4] = {s.d0[i], s.d1[i], s.d2[i], s.d3[i]};
+    ATTNKIT_UNROLL for (int set = 1; set < kSets; ++set) {
+      t[0] = _mm512_add_epi32(t[0], s.d0[set * MB + i]);
+      t[1] = _mm512_add_epi32(t[1], s.d1[set * MB + i]);
+      t[2] = _mm512_add_epi32(t[2], s.d2[set * MB + i]);
+      t[3] = _mm512_add_epi32(t[3], s.d3[set * MB + i]);
+    }
+    // combine_limbs lane-wise: the same integer sums and the same roundings as the scalar kernel.
+    const __m512i hi = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(t[0], 8), t[1]), _mm512_set1_epi32(q.off_hi[i]));
+    const __m512i lo = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(t[2], 8), t[3]), _mm512_set1_epi32(q.off_lo[i]));
+    const __m512 out = _mm512_mul_ps(
+        _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(hi), _mm512_set1_ps(32768.0f)), _mm512_cvtepi32_ps(lo)),
+        _mm512_set1_ps(q.factor[i]));
+    _mm512_mask_storeu_ps(c[i], out_mask, out);
+  }
+}
+
+template <int MB>
+__attribute__((noinline)) void s4_lane_rows(size_t N, size_t H, const S4LaneQuery& q, const uint8_t* K, size_t ldk,
+                                            float* const* c_rows) {
+  float* c[MB];
+  const size_t ahead = block_prefetch_rows(N, ldk);
+  for (size_t j = 0; j < N; j += kLaneKeys) {
+    const size_t kn = std::min(kLaneKeys, N - j);
+    for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
+    if (ahead && j + ahead + kLaneKeys <= N) prefetch_lines(K + (j + ahead) * ldk, kLaneKeys * ldk);
+    if (kn == kLaneKeys) s4_lane_tile<MB, true>(H, q, K + j * ldk, ldk, kn, c);
+    else s4_lane_tile<MB, false>(H, q, K + j * ldk, ldk, kn, c);
+  }
+}
+
+// Row i of mb: its limbs (even elements at [0, H/2), odd ones from H/2 on) into the column-major digits.
+inline void pack_s4_digits(const int16_t* hi, const int16_t* lo, size_t H, int i, int mb, int32_t* digits) {
+  alignas(64) int8_t d[4][kLimbMaxH];
+  for (size_t e = 0; e < H; ++e) {  // a loop compilers vectorize
+    const int8_t hb = static_cast<int8_t>(hi[e]), lb = static_cast<int8_t>(lo[e]);
+    d[0][e] = static_cast<int8_t>((hi[e] - hb) >> 8);
+    d[1][e] = hb;
+    d[2][e] = static_cast<int8_t>((lo[e] - lb) >> 8);
+    d[3][e] = lb;
+  }
+  for (size_t c = 0; c < H / 8; ++c)
+    for (int k = 0; k < 4; ++k)
+      for (int eo = 0; eo < 2; ++eo) std::memcpy(digits + ((c * mb + i) * 4 + k) * 2 + eo, d[k] + eo * H / 2 + 4 * c, 4);
+}
+
+// The whole s4 QK: rows the integer path cannot take go to kFallback (the fp32 kernel) one by one.
+template <QkGemmFn kFallback>
+void qk_s4_key_lanes(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk,
+                     float alpha, float* C, size_t ldc) {
+  if (H > kLimbMaxH) return kFallback(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+  alignas(64) int16_t limbs[kLaneMaxRows][2][kLimbMaxH];
+  alignas(64) int32_t digits[kLimbMaxH / 8 * kLaneMaxRows * 8];
+  const uint8_t* base = static_cast<const uint8_t*>(K);
+  // Passes of equal size (5 rows: 3 + 2, not 4 + 1): one row alone runs at half the multiply-add rate.
+  const size_t passes = (M + kLaneMaxRows - 1) / kLaneMaxRows, per_pass = (M + passes - 1) / passes;
+  size_t i = 0;
+  while (i < M) {
+    S4LaneQuery q{digits, {}, {}, {}};
+    float* out[kLaneMaxRows];
+    int mb = 0;
+    for (; i < M && mb < static_cast<int>(per_pass); ++i) {
+      const float* row = Q + i * ldq;
+      LimbRow limb;
+      if (!split_limbs(row, H, true, H / 2, H, alpha, limbs[mb][0], limbs[mb][1], &limb)) {
+        kFallback(1, N, H, row, ldq, K, ldk, alpha, C + i * ldc, ldc);
+        continue;
+      }
+      q.factor[mb] = limb.factor;
+      q.off_hi[mb] = 8 * limb.sum_hi;
+      q.off_lo[mb] = 8 * limb.sum_lo;
+      out[mb++] = C + i * ldc;
+    }
+    for (int r = 0; r < mb; ++r) pack_s4_digits(limbs[r][0], limbs[r][1], H, r, mb, digits);
+    switch (mb) {
+      case 1: s4_lane_rows<1>(N, H, q, base, ldk, out); break;
+      case 2: s4_lane_rows<2>(N, H, q, base, ldk, out); break;
+      case 3: s4_lane_rows<3>(N, H, q, base, ldk, out); break;
+      case 4: s4_lane_rows<4>(N, H, q, base, ldk, out); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnkit
