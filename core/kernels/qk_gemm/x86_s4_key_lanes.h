@@ -166,13 +166,16 @@ __attribute__((noinline)) void s4_lane_rows(size_t N, size_t H, const S4LaneQuer
 
 // Row i of mb: its limbs (even elements at [0, H/2), odd ones from H/2 on) into the column-major digits.
 inline void pack_s4_digits(const int16_t* hi, const int16_t* lo, size_t H, int i, int mb, int32_t* digits) {
-  alignas(64) int8_t d[4][kLimbMaxH];
-  for (size_t e = 0; e < H; ++e) {  // a loop compilers vectorize
-    const int8_t hb = static_cast<int8_t>(hi[e]), lb = static_cast<int8_t>(lo[e]);
-    d[0][e] = static_cast<int8_t>((hi[e] - hb) >> 8);
-    d[1][e] = hb;
-    d[2][e] = static_cast<int8_t>((lo[e] - lb) >> 8);
-    d[3][e] = lb;
+  alignas(64) int8_t d[4][kLimbMaxH + 32];
+  const auto split = [](__m512i limb, int8_t* a, int8_t* b, size_t e) {
+    const __m512i low = _mm512_srai_epi16(_mm512_slli_epi16(limb, 8), 8);  // the low byte, signed
+    _mm256_store_si256(reinterpret_cast<__m256i*>(a + e), _mm512_cvtepi16_epi8(_mm512_srai_epi16(_mm512_sub_epi16(limb, low), 8)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(b + e), _mm512_cvtepi16_epi8(low));
+  };
+  for (size_t e = 0; e < H; e += 32) {
+    const __mmask32 m = H - e >= 32 ? ~__mmask32{0} : (__mmask32{1} << (H - e)) - 1;
+    split(_mm512_maskz_loadu_epi16(m, hi + e), d[0], d[1], e);
+    split(_mm512_maskz_loadu_epi16(m, lo + e), d[2], d[3], e);
   }
   for (size_t c = 0; c < H / 8; ++c)
     for (int k = 0; k < 4; ++k)
