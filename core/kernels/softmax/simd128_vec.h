@@ -143,6 +143,14 @@ struct Vec128 {
     widen8(simde_vsub_s8(simde_vreinterpret_s8_u8(simde_vand_u8(v, simde_vdup_n_u8(0x0f))), eight), even[0], even[1]);
     widen8(simde_vsub_s8(simde_vreinterpret_s8_u8(simde_vshr_n_u8(v, 4)), eight), odd[0], odd[1]);
   }
+  // 8 bytes: their 8 low nibbles (the even elements) or their 8 high ones (the odd elements), each minus 8.
+  static void nibbles8(const uint8_t* p, bool high, V (&out)[2]) {
+    uint8_t b[8];
+    std::memcpy(b, p, 8);
+    const simde_uint8x8_t v = simde_vld1_u8(b);
+    const simde_uint8x8_t n = high ? simde_vshr_n_u8(v, 4) : simde_vand_u8(v, simde_vdup_n_u8(0x0f));
+    widen8(simde_vsub_s8(simde_vreinterpret_s8_u8(n), simde_vdup_n_s8(8)), out[0], out[1]);
+  }
   // (e0 e1 e2 e3), (o0 o1 o2 o3) <-> (e0 o0 e1 o1), (e2 o2 e3 o3).
   static void interleave(V e, V o, V& a, V& b) {
     const simde_float32x4x2_t z = simde_vzipq_f32(e, o);
@@ -268,6 +276,12 @@ struct Vec128 {
     const V x = simde_wasm_u16x8_load8x8(p);
     bytes_to_float(simde_wasm_v128_and(x, simde_wasm_i16x8_splat(0x0f)), 8.0f, even[0], even[1]);
     bytes_to_float(simde_wasm_u16x8_shr(x, 4), 8.0f, odd[0], odd[1]);
+  }
+  // 8 bytes: their 8 low nibbles (the even elements) or their 8 high ones (the odd elements), each minus 8.
+  static void nibbles8(const uint8_t* p, bool high, V (&out)[2]) {
+    const V x = simde_wasm_u16x8_load8x8(p);
+    bytes_to_float(high ? simde_wasm_u16x8_shr(x, 4) : simde_wasm_v128_and(x, simde_wasm_i16x8_splat(0x0f)), 8.0f,
+                   out[0], out[1]);
   }
   // (e0 e1 e2 e3), (o0 o1 o2 o3) <-> (e0 o0 e1 o1), (e2 o2 e3 o3).
   static void interleave(V e, V o, V& a, V& b) {
