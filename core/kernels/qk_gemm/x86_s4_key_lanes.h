@@ -66,31 +66,27 @@ inline void dpbusd_bcast_into(__m512i& acc, __m512i u8, const int32_t* s8x4) {
 #endif
 }
 
-// One column of 16 keys (8 nibbles each) into every row's four digit sums.
-// Sums of kSets x MB (set-major), one array per digit: GCC keeps arrays of up to 256 bytes in registers.
-template <int MB, int kSets>
+// The sums, one array per digit: GCC keeps arrays of up to 256 bytes in registers.
+template <int MB>
 struct S4LaneSums {
-  __m512i d0[kSets * MB], d1[kSets * MB], d2[kSets * MB], d3[kSets * MB];
+  __m512i d0[MB], d1[MB], d2[MB], d3[MB];
 };
 
-// One column of 16 keys (8 nibbles each) into set `set` of every row's four digit sums; qd points at the
-// column's digits.
-template <int MB, int kSets>
-__attribute__((always_inline)) inline void s4_lane_column(S4LaneSums<MB, kSets>& s, int set, __m512i x,
-                                                          const int32_t* qd) {
+// One column of 16 keys (8 nibbles each) into every row's four digit sums; qd points at the column's digits.
+template <int MB>
+__attribute__((always_inline)) inline void s4_lane_column(S4LaneSums<MB>& s, __m512i x, const int32_t* qd) {
   const __m512i nibble = _mm512_set1_epi8(0x0f);
   const __m512i even = _mm512_and_si512(x, nibble), odd = _mm512_and_si512(_mm512_srli_epi32(x, 4), nibble);
   ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
-    const int a = set * MB + i;
     const int32_t* d = qd + i * 8;
-    dpbusd_bcast_into(s.d0[a], even, d + 0);
-    dpbusd_bcast_into(s.d1[a], even, d + 2);
-    dpbusd_bcast_into(s.d2[a], even, d + 4);
-    dpbusd_bcast_into(s.d3[a], even, d + 6);
-    dpbusd_bcast_into(s.d0[a], odd, d + 1);
-    dpbusd_bcast_into(s.d1[a], odd, d + 3);
-    dpbusd_bcast_into(s.d2[a], odd, d + 5);
-    dpbusd_bcast_into(s.d3[a], odd, d + 7);
+    dpbusd_bcast_into(s.d0[i], even, d + 0);
+    dpbusd_bcast_into(s.d1[i], even, d + 2);
+    dpbusd_bcast_into(s.d2[i], even, d + 4);
+    dpbusd_bcast_into(s.d3[i], even, d + 6);
+    dpbusd_bcast_into(s.d0[i], odd, d + 1);
+    dpbusd_bcast_into(s.d1[i], odd, d + 3);
+    dpbusd_bcast_into(s.d2[i], odd, d + 5);
+    dpbusd_bcast_into(s.d3[i], odd, d + 7);
   }
 }
 
@@ -104,45 +100,36 @@ __attribute__((always_inline)) inline void s4_lane_transpose(const uint8_t* K, s
   transpose16x16_epi32(r);
 }
 
-// MB query rows x up to 16 keys (kn). Each sum's chain gets two multiply-adds a column (4 cycles each), so a
-// tile needs about 16 independent sums (MB * 4 digits) to reach two multiply-adds a cycle: one row spreads
-// alternate columns over two sets of sums. Up to two rows the 16 transposed columns stay in registers beside
-// the sums; from three rows on they go through an L1 buffer, which leaves the registers to the sums.
+// MB query rows x up to 16 keys (kn). Each sum's chain gets two multiply-adds a column (4 cycles each), so
+// the 2-4 rows of a pass (16-32 independent sums) keep the two multiply-adds a cycle busy; a row alone (left
+// by rows that take the fp32 kernel) runs at half that rate. Up to two rows the 16 transposed columns stay in
+// registers beside the sums; from three rows on they go through an L1 buffer, which leaves the registers to the
+// sums.
 template <int MB, bool kFull>
 inline void s4_lane_tile(size_t H, const S4LaneQuery& q, const uint8_t* K, size_t ldk, size_t kn, float* const* c) {
-  constexpr int kSets = MB == 1 ? 2 : 1;
-  S4LaneSums<MB, kSets> s;
-  ATTNKIT_UNROLL for (int a = 0; a < kSets * MB; ++a) s.d0[a] = s.d1[a] = s.d2[a] = s.d3[a] = _mm512_setzero_si512();
+  S4LaneSums<MB> s;
+  ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) s.d0[i] = s.d1[i] = s.d2[i] = s.d3[i] = _mm512_setzero_si512();
   const int32_t* qd = q.digits;
   const size_t bytes = H / 2;
   for (size_t cb = 0; cb < bytes; cb += kLaneChunk) {
     const size_t n = std::min(kLaneChunk, bytes - cb);
     const size_t ncols = n / 4;  // H is a multiple of 8, so n of 4
+    __m512i r[16];
+    s4_lane_transpose<kFull>(K, ldk, kn, cb, n, r);
     if (MB <= 2 && ncols == 16) {
-      __m512i r[16];
-      s4_lane_transpose<kFull>(K, ldk, kn, cb, n, r);
-      ATTNKIT_UNROLL for (int col = 0; col < 16; ++col) s4_lane_column(s, col % kSets, r[col], qd + col * MB * 8);
+      ATTNKIT_UNROLL for (int col = 0; col < 16; ++col) s4_lane_column(s, r[col], qd + col * MB * 8);
     } else {
-      __m512i r[16];
-      s4_lane_transpose<kFull>(K, ldk, kn, cb, n, r);
       alignas(64) uint32_t cols[16][16];
       ATTNKIT_UNROLL for (int k = 0; k < 16; ++k) _mm512_store_si512(cols[k], r[k]);
-      for (size_t col = 0; col < ncols; ++col) s4_lane_column(s, 0, _mm512_load_si512(cols[col]), qd + col * MB * 8);
+      for (size_t col = 0; col < ncols; ++col) s4_lane_column(s, _mm512_load_si512(cols[col]), qd + col * MB * 8);
     }
     qd += ncols * MB * 8;
   }
   const __mmask16 out_mask = static_cast<__mmask16>((1u << kn) - 1);
   ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
-    __m512i t[4] = {s.d0[i], s.d1[i], s.d2[i], s.d3[i]};
-    ATTNKIT_UNROLL for (int set = 1; set < kSets; ++set) {
-      t[0] = _mm512_add_epi32(t[0], s.d0[set * MB + i]);
-      t[1] = _mm512_add_epi32(t[1], s.d1[set * MB + i]);
-      t[2] = _mm512_add_epi32(t[2], s.d2[set * MB + i]);
-      t[3] = _mm512_add_epi32(t[3], s.d3[set * MB + i]);
-    }
     // combine_limbs lane-wise: the same integer sums and the same roundings as the scalar kernel.
-    const __m512i hi = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(t[0], 8), t[1]), _mm512_set1_epi32(q.off_hi[i]));
-    const __m512i lo = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(t[2], 8), t[3]), _mm512_set1_epi32(q.off_lo[i]));
+    const __m512i hi = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d0[i], 8), s.d1[i]), _mm512_set1_epi32(q.off_hi[i]));
+    const __m512i lo = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d2[i], 8), s.d3[i]), _mm512_set1_epi32(q.off_lo[i]));
     const __m512 out = _mm512_mul_ps(
         _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(hi), _mm512_set1_ps(32768.0f)), _mm512_cvtepi32_ps(lo)),
         _mm512_set1_ps(q.factor[i]));
