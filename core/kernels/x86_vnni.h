@@ -5,6 +5,8 @@
 #pragma once
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace attnkit {
 namespace {
 
@@ -13,6 +15,15 @@ inline void dpbusd_into(__m512i& acc, __m512i u8, __m512i s8) {
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "vm"(s8));
 #else
   acc = _mm512_dpbusd_epi32(acc, u8, s8);
+#endif
+}
+
+// acc += u8 . (the four signed bytes at s8x4, broadcast to every lane as a {1to16} memory operand).
+inline void dpbusd_bcast_into(__m512i& acc, __m512i u8, const int32_t* s8x4) {
+#if defined(__GNUC__) && !defined(__clang__)
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u8), "m"(*s8x4));
+#else
+  acc = _mm512_dpbusd_epi32(acc, u8, _mm512_set1_epi32(*s8x4));
 #endif
 }
 

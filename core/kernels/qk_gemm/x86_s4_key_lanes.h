@@ -12,6 +12,7 @@
 
 #include "qk_gemm/limb_query.h"
 #include "qk_gemm/x86_common.h"
+#include "x86_vnni.h"
 
 namespace attnkit {
 namespace {
@@ -57,15 +58,6 @@ __attribute__((always_inline)) inline void transpose16x16_epi32(__m512i r[16]) {
   }
 }
 
-inline void dpbusd_bcast_into(__m512i& acc, __m512i u8, const int32_t* s8x4) {
-#if defined(__GNUC__) && !defined(__clang__)
-  // As x86_vnni.h: the accumulator stays in its register; the four signed bytes come as a {1to16} broadcast.
-  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u8), "m"(*s8x4));
-#else
-  acc = _mm512_dpbusd_epi32(acc, u8, _mm512_set1_epi32(*s8x4));
-#endif
-}
-
 // The sums, one array per digit: GCC keeps arrays of up to 256 bytes in registers.
 template <int MB>
 struct S4LaneSums {
@@ -100,11 +92,11 @@ __attribute__((always_inline)) inline void s4_lane_transpose(const uint8_t* K, s
   transpose16x16_epi32(r);
 }
 
-// MB query rows x up to 16 keys (kn). Each sum's chain gets two multiply-adds a column (4 cycles each), so
-// the 2-4 rows of a pass (16-32 independent sums) keep the two multiply-adds a cycle busy; a row alone (left
-// by rows that take the fp32 kernel) runs at half that rate. Up to two rows the 16 transposed columns stay in
-// registers beside the sums; from three rows on they go through an L1 buffer, which leaves the registers to the
-// sums.
+// MB query rows x up to 16 keys (kn). A row has 4 sums (one per digit), each getting two multiply-adds of 4
+// cycles' latency per column: from two rows on (8-16 sums), the chains keep pace with two multiply-adds a cycle;
+// a row alone (left by rows that take the fp32 kernel) runs at half that rate. Up to two rows the 16 transposed
+// columns stay in registers beside the sums; from three rows on they go through an L1 buffer, which leaves the
+// registers to the sums.
 template <int MB, bool kFull>
 inline void s4_lane_tile(size_t H, const S4LaneQuery& q, const uint8_t* K, size_t ldk, size_t kn, float* const* c) {
   S4LaneSums<MB> s;
