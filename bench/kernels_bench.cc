@@ -153,6 +153,7 @@ int register_all() {
           for (int64_t k : {64, 128}) b->Args({1, n, k});
         b->Args({2, 2048, 128});
         b->Args({2, 512, 128});  // one decode block of a KV head with two query heads
+        b->Args({4, 2048, 128});  // four query heads per KV head (Llama 3, Mistral)
       }
       if (e == CacheElem::kF32) sv->Args({96, 512, 64});  // QAttention's per-head block
     }
