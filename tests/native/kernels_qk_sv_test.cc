@@ -97,9 +97,9 @@ TEST(KernelQkGemm, IntegerLimbKernelsGiveTheScalarBits) {
   for (CacheElem e : {CacheElem::kS8, CacheElem::kS4})
     for (size_t H : {size_t{8}, size_t{24}, size_t{64}, size_t{72}, size_t{128}, size_t{136}, size_t{256},
                      size_t{1016}, size_t{1024}})
-      // Row counts 2-5, 7 and 9 split into the ISAs' passes of rows (2 on wasm128 and for int8 on VNNI; int4
-      // on VNNI: equal passes of up to 4) whole and with a 1-row rest (7 rows on VNNI int4: 4, then rows 4-5
-      // take the fp32 kernel and row 6 is a pass alone); 9 rows also hold the NaN row and the dominant element.
+      // Row counts 2-5, 7 and 9 split into the ISAs' passes of rows (2 on wasm128; equal passes of up to 4 on
+      // VNNI) whole and with a 1-row rest (7 rows on VNNI: 4, then rows 4-5 take the fp32 kernel and row 6 is a
+      // pass alone); 9 rows also hold the NaN row and the dominant element.
       for (size_t N : {size_t{1}, size_t{7}, size_t{33}, size_t{130}})
         for (size_t M : {size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{7}, size_t{9}}) {
         const size_t ldk = stride_for(e, H, N);

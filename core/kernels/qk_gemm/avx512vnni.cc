@@ -1,5 +1,6 @@
-// attnkit qk_gemm with AVX512-VNNI: the exact int8/int4 limb QK on vpdpwssd (one instruction per
-// int16 multiply-add, same bits as every other ISA), and the opt-in approximate int8 per-tensor QK.
+// attnkit qk_gemm with AVX512-VNNI: the exact int8/int4 limb QK (same bits as every other ISA that has
+// it), with keys in lanes on vpdpbusd for 2+ query rows (x86_key_lanes.h) and with per-key reductions on
+// vpdpwssd for one, and the opt-in approximate int8 per-tensor QK.
 // The approximate kernel quantizes the query row symmetrically (s = amax/127, q_i = rint(q / s)), so
 // each score moves by at most alpha * (s/2) * sum_d |k_d| (about 0.4% of amax*sum|k|, the order of
 // ORT's approximate path). vpdpbusd wants unsigned K: bytes are offset by 128 and the offset removed
@@ -10,7 +11,7 @@
 
 #include "qk_gemm/x86_gemm_impl.h"
 #include "qk_gemm/x86_limbs_impl.h"
-#include "qk_gemm/x86_s4_key_lanes.h"
+#include "qk_gemm/x86_key_lanes.h"
 #include "qk_gemm/x86_traits_avx512.h"
 #include "x86_vnni.h"
 
@@ -79,17 +80,18 @@ void rows(size_t N, size_t H, const QuantizedQuery* q, const uint8_t* K, size_t 
 
 }  // namespace
 
+// One query row (one query head per KV head, flash decoding) keeps the per-key reductions: there the transpose of
+// the keys-in-lanes kernel costs more than they do (2048 keys, H=128, int4: 4.3 against 4.9 us).
 void qk_gemm_s8_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
                            size_t ldk, float alpha, float* C, size_t ldc) {
-  qk_limbs<X86Limbs<Avx512Vnni>, false, qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+  if (M == 1) return qk_limbs<X86Limbs<Avx512Vnni>, false, qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+  qk_key_lanes<false, qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
 }
 
 void qk_gemm_s4_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
                            size_t ldk, float alpha, float* C, size_t ldc) {
-  // One query row (one query head per KV head, flash decoding) keeps the per-key reductions: there the
-  // transpose of the keys-in-lanes kernel costs more than they do (2048 keys, H=128: 4.3 against 4.9 us).
   if (M == 1) return qk_limbs<X86Limbs<Avx512Vnni>, true, qk_direct<Avx512, S4>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
-  qk_s4_key_lanes<qk_direct<Avx512, S4>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+  qk_key_lanes<true, qk_direct<Avx512, S4>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
 }
 
 void qk_gemm_s8_approx_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq,

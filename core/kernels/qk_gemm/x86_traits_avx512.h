@@ -98,11 +98,10 @@ struct Avx512 {
 
   // Integer limb QK (x86_limbs_impl.h, with VNNI only; its files add dot): 32 int16 lanes per vector;
   // partial loads are masked.
-  // Two query rows per pass over K, like wasm's (the block is in L1/L2 for the next pass): with up to 8 rows per
-  // pass a tile held only 2 keys (1 from 5 rows on), and each key cost its rows half-empty reductions and more
-  // limb loads. 512 keys, H=128, int8: M=4 6.4 -> 4.2 us, M=8 14.2 -> 8.3, M=3 5.1 -> 3.2; M=1-2 unchanged.
-  static constexpr int kLimbRows = 2;
-  static constexpr int limb_keys_for_rows(int mb) { return mb == 1 ? 8 : 4; }
+  // One query row per pass: two rows and more take the keys-in-lanes kernel (x86_key_lanes.h), which needs no
+  // per-key reductions. (Here, passes of 2 rows with 4 keys a tile had beaten 8 rows with 1-2 keys a tile.)
+  static constexpr int kLimbRows = 1;
+  static constexpr int limb_keys_for_rows(int) { return 8; }
   static Vi zeroi() { return _mm512_setzero_si512(); }
   static Vi loadi(const int16_t* p) { return _mm512_loadu_si512(p); }
   static __m256i bytes32(const uint8_t* p, size_t n) {

@@ -1,7 +1,8 @@
-// attnkit qk_gemm: the exact int4 limb QK of limb_query.h on AVX512-VNNI with keys in lanes. 16 K rows
-// are transposed so that each 32-bit lane holds one key's 8 nibbles of a column; every limb is split into
-// two signed bytes (limb = 256 a + b) that vpdpbusd multiplies with the unsigned nibbles, broadcast from
-// memory. No per-key reduction is left, and the sums are the limb sums of every other ISA: the same bits.
+// attnkit qk_gemm: the exact int8/int4 limb QK of limb_query.h on AVX512-VNNI with keys in lanes. 16 K rows
+// are transposed so that each 32-bit lane holds one key's 4 bytes of a column; every limb is split into two
+// signed bytes (limb = 256 a + b) that vpdpbusd multiplies with the unsigned cache bytes (int4: the nibbles;
+// int8: the bytes + 128), broadcast from memory. No per-key reduction is left, and the sums are the limb sums
+// of every other ISA: the same bits.
 #pragma once
 #include <immintrin.h>
 
@@ -21,16 +22,20 @@ constexpr size_t kLaneKeys = 16;   // keys per tile: one per 32-bit lane
 constexpr size_t kLaneChunk = 64;  // K bytes per transposed chunk: 16 columns of 4 bytes
 constexpr int kLaneMaxRows = 4;    // query rows per pass over K
 
-// The query rows of one pass, column-major: for K column c (row bytes 4c..4c+3, i.e. elements 8c..8c+7),
-// row i and digit k, the dword at ((c * MB + i) * 4 + k) * 2 holds digit k of the even elements 8c, 8c+2,
-// 8c+4, 8c+6 (the low nibbles' partners) and the next dword that of the odd ones. Digits: each limb
+// The query rows of one pass, column-major: for K column c (row bytes 4c..4c+3), row i and digit k, the D dwords
+// at ((c * MB + i) * 4 + k) * D hold digit k of the column's elements: int4 (D = 2) the even elements 8c, 8c+2,
+// 8c+4, 8c+6 (the low nibbles' partners), then the odd ones; int8 (D = 1) elements 4c..4c+3. Digits: each limb
 // as 256 a + b with b its low byte read as signed (|a| <= 64 for |limb| <= 2^14): hi = 256 d0 + d1,
 // lo = 256 d2 + d3. Every broadcast of a column then comes from one pointer at constant offsets.
-struct S4LaneQuery {
+struct LaneQuery {
   const int32_t* digits;
   float factor[kLaneMaxRows];
-  int32_t off_hi[kLaneMaxRows], off_lo[kLaneMaxRows];  // 8 * the limb sums: the nibble offset
+  // int4 nibbles are the elements + 8, int8 bytes here + 128: the offsets are 8 or 128 times the limb sums, mod 2^32
+  // as the sums themselves (int8's 256 a + b may wrap for long heads; the true sums never do, limb_query.h).
+  uint32_t off_hi[kLaneMaxRows], off_lo[kLaneMaxRows];
 };
+template <bool kS4>
+constexpr int kLaneDwords = kS4 ? 8 : 4;  // digit dwords per row and K column: 4 D
 
 // r[k] holds 16 dwords of key k; afterwards r[c] holds column c of the 16 keys (lane k = key k).
 __attribute__((always_inline)) inline void transpose16x16_epi32(__m512i r[16]) {
@@ -60,31 +65,42 @@ __attribute__((always_inline)) inline void transpose16x16_epi32(__m512i r[16]) {
 
 // The sums, one array per digit: GCC keeps arrays of up to 256 bytes in registers.
 template <int MB>
-struct S4LaneSums {
+struct LaneSums {
   __m512i d0[MB], d1[MB], d2[MB], d3[MB];
 };
 
-// One column of 16 keys (8 nibbles each) into every row's four digit sums; qd points at the column's digits.
-template <int MB>
-__attribute__((always_inline)) inline void s4_lane_column(S4LaneSums<MB>& s, __m512i x, const int32_t* qd) {
-  const __m512i nibble = _mm512_set1_epi8(0x0f);
-  const __m512i even = _mm512_and_si512(x, nibble), odd = _mm512_and_si512(_mm512_srli_epi32(x, 4), nibble);
-  ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
-    const int32_t* d = qd + i * 8;
-    dpbusd_bcast_into(s.d0[i], even, d + 0);
-    dpbusd_bcast_into(s.d1[i], even, d + 2);
-    dpbusd_bcast_into(s.d2[i], even, d + 4);
-    dpbusd_bcast_into(s.d3[i], even, d + 6);
-    dpbusd_bcast_into(s.d0[i], odd, d + 1);
-    dpbusd_bcast_into(s.d1[i], odd, d + 3);
-    dpbusd_bcast_into(s.d2[i], odd, d + 5);
-    dpbusd_bcast_into(s.d3[i], odd, d + 7);
+// One column of 16 keys into every row's four digit sums; qd points at the column's digits.
+template <bool kS4, int MB>
+__attribute__((always_inline)) inline void lane_column(LaneSums<MB>& s, __m512i x, const int32_t* qd) {
+  if constexpr (kS4) {
+    const __m512i nibble = _mm512_set1_epi8(0x0f);
+    const __m512i even = _mm512_and_si512(x, nibble), odd = _mm512_and_si512(_mm512_srli_epi32(x, 4), nibble);
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
+      const int32_t* d = qd + i * 8;
+      dpbusd_bcast_into(s.d0[i], even, d + 0);
+      dpbusd_bcast_into(s.d1[i], even, d + 2);
+      dpbusd_bcast_into(s.d2[i], even, d + 4);
+      dpbusd_bcast_into(s.d3[i], even, d + 6);
+      dpbusd_bcast_into(s.d0[i], odd, d + 1);
+      dpbusd_bcast_into(s.d1[i], odd, d + 3);
+      dpbusd_bcast_into(s.d2[i], odd, d + 5);
+      dpbusd_bcast_into(s.d3[i], odd, d + 7);
+    }
+  } else {
+    const __m512i u = _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
+      const int32_t* d = qd + i * 4;
+      dpbusd_bcast_into(s.d0[i], u, d + 0);
+      dpbusd_bcast_into(s.d1[i], u, d + 1);
+      dpbusd_bcast_into(s.d2[i], u, d + 2);
+      dpbusd_bcast_into(s.d3[i], u, d + 3);
+    }
   }
 }
 
 // One chunk of K rows [0, kn) (bytes [cb, cb + n) of each), transposed: r[c] = column c, lane k = key k.
 template <bool kFull>
-__attribute__((always_inline)) inline void s4_lane_transpose(const uint8_t* K, size_t ldk, size_t kn, size_t cb,
+__attribute__((always_inline)) inline void lane_transpose(const uint8_t* K, size_t ldk, size_t kn, size_t cb,
                                                              size_t n, __m512i r[16]) {
   const __mmask64 m = n == kLaneChunk ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
   ATTNKIT_UNROLL for (size_t k = 0; k < 16; ++k)
@@ -92,36 +108,37 @@ __attribute__((always_inline)) inline void s4_lane_transpose(const uint8_t* K, s
   transpose16x16_epi32(r);
 }
 
-// MB query rows x up to 16 keys (kn). A row has 4 sums (one per digit), each getting two multiply-adds of 4
-// cycles' latency per column: from two rows on (8-16 sums), the chains keep pace with two multiply-adds a cycle;
+// MB query rows x up to 16 keys (kn). A row has 4 sums (one per digit), each a chain of multiply-adds of 4
+// cycles' latency, two per 8 elements: from two rows on (8-16 sums), the chains keep pace with two a cycle;
 // a row alone (left by rows that take the fp32 kernel) runs at half that rate. Up to two rows the 16 transposed
 // columns stay in registers beside the sums; from three rows on they go through an L1 buffer, which leaves the
-// registers to the sums.
-template <int MB, bool kFull>
-inline void s4_lane_tile(size_t H, const S4LaneQuery& q, const uint8_t* K, size_t ldk, size_t kn, float* const* c) {
-  S4LaneSums<MB> s;
+// registers to the sums. Bytes past a row's end load as zero (int8: 128 once offset), against zero digits.
+template <bool kS4, int MB, bool kFull>
+inline void lane_tile(size_t H, const LaneQuery& q, const uint8_t* K, size_t ldk, size_t kn, float* const* c) {
+  LaneSums<MB> s;
   ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) s.d0[i] = s.d1[i] = s.d2[i] = s.d3[i] = _mm512_setzero_si512();
   const int32_t* qd = q.digits;
-  const size_t bytes = H / 2;
+  constexpr int kStride = MB * kLaneDwords<kS4>;
+  const size_t bytes = kS4 ? H / 2 : H;
   for (size_t cb = 0; cb < bytes; cb += kLaneChunk) {
     const size_t n = std::min(kLaneChunk, bytes - cb);
     const size_t ncols = n / 4;  // H is a multiple of 8, so n of 4
     __m512i r[16];
-    s4_lane_transpose<kFull>(K, ldk, kn, cb, n, r);
+    lane_transpose<kFull>(K, ldk, kn, cb, n, r);
     if (MB <= 2 && ncols == 16) {
-      ATTNKIT_UNROLL for (int col = 0; col < 16; ++col) s4_lane_column(s, r[col], qd + col * MB * 8);
+      ATTNKIT_UNROLL for (int col = 0; col < 16; ++col) lane_column<kS4>(s, r[col], qd + col * kStride);
     } else {
       alignas(64) uint32_t cols[16][16];
       ATTNKIT_UNROLL for (int k = 0; k < 16; ++k) _mm512_store_si512(cols[k], r[k]);
-      for (size_t col = 0; col < ncols; ++col) s4_lane_column(s, _mm512_load_si512(cols[col]), qd + col * MB * 8);
+      for (size_t col = 0; col < ncols; ++col) lane_column<kS4>(s, _mm512_load_si512(cols[col]), qd + col * kStride);
     }
-    qd += ncols * MB * 8;
+    qd += ncols * kStride;
   }
   const __mmask16 out_mask = static_cast<__mmask16>((1u << kn) - 1);
   ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
     // combine_limbs lane-wise: the same integer sums and the same roundings as the scalar kernel.
-    const __m512i hi = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d0[i], 8), s.d1[i]), _mm512_set1_epi32(q.off_hi[i]));
-    const __m512i lo = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d2[i], 8), s.d3[i]), _mm512_set1_epi32(q.off_lo[i]));
+    const __m512i hi = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d0[i], 8), s.d1[i]), _mm512_set1_epi32(static_cast<int32_t>(q.off_hi[i])));
+    const __m512i lo = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d2[i], 8), s.d3[i]), _mm512_set1_epi32(static_cast<int32_t>(q.off_lo[i])));
     const __m512 out = _mm512_mul_ps(
         _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(hi), _mm512_set1_ps(32768.0f)), _mm512_cvtepi32_ps(lo)),
         _mm512_set1_ps(q.factor[i]));
@@ -129,8 +146,8 @@ inline void s4_lane_tile(size_t H, const S4LaneQuery& q, const uint8_t* K, size_
   }
 }
 
-template <int MB>
-__attribute__((noinline)) void s4_lane_rows(size_t N, size_t H, const S4LaneQuery& q, const uint8_t* K, size_t ldk,
+template <bool kS4, int MB>
+__attribute__((noinline)) void lane_rows(size_t N, size_t H, const LaneQuery& q, const uint8_t* K, size_t ldk,
                                             float* const* c_rows) {
   float* c[MB];
   const size_t ahead = block_prefetch_rows(N, ldk);
@@ -138,13 +155,15 @@ __attribute__((noinline)) void s4_lane_rows(size_t N, size_t H, const S4LaneQuer
     const size_t kn = std::min(kLaneKeys, N - j);
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
     if (ahead && j + ahead + kLaneKeys <= N) prefetch_lines(K + (j + ahead) * ldk, kLaneKeys * ldk);
-    if (kn == kLaneKeys) s4_lane_tile<MB, true>(H, q, K + j * ldk, ldk, kn, c);
-    else s4_lane_tile<MB, false>(H, q, K + j * ldk, ldk, kn, c);
+    if (kn == kLaneKeys) lane_tile<kS4, MB, true>(H, q, K + j * ldk, ldk, kn, c);
+    else lane_tile<kS4, MB, false>(H, q, K + j * ldk, ldk, kn, c);
   }
 }
 
-// Row i of mb: its limbs (even elements at [0, H/2), odd ones from H/2 on) into the column-major digits.
-inline void pack_s4_digits(const int16_t* hi, const int16_t* lo, size_t H, int i, int mb, int32_t* digits) {
+// Row i of mb: its limbs (int4: even elements at [0, H/2), odd ones from H/2 on; int8: in order) into the
+// column-major digits.
+template <bool kS4>
+inline void pack_lane_digits(const int16_t* hi, const int16_t* lo, size_t H, int i, int mb, int32_t* digits) {
   alignas(64) int8_t d[4][kLimbMaxH + 32];
   const auto split = [](__m512i limb, int8_t* a, int8_t* b, size_t e) {
     const __m512i low = _mm512_srai_epi16(_mm512_slli_epi16(limb, 8), 8);  // the low byte, signed
@@ -156,44 +175,46 @@ inline void pack_s4_digits(const int16_t* hi, const int16_t* lo, size_t H, int i
     split(_mm512_maskz_loadu_epi16(m, hi + e), d[0], d[1], e);
     split(_mm512_maskz_loadu_epi16(m, lo + e), d[2], d[3], e);
   }
-  for (size_t c = 0; c < H / 8; ++c)
+  constexpr int D = kLaneDwords<kS4> / 4;
+  for (size_t c = 0; c < H / (4 * D); ++c)
     for (int k = 0; k < 4; ++k)
-      for (int eo = 0; eo < 2; ++eo) std::memcpy(digits + ((c * mb + i) * 4 + k) * 2 + eo, d[k] + eo * H / 2 + 4 * c, 4);
+      for (int part = 0; part < D; ++part)
+        std::memcpy(digits + ((c * mb + i) * 4 + k) * D + part, d[k] + part * H / 2 + 4 * c, 4);
 }
 
-// The whole s4 QK: rows the integer path cannot take go to kFallback (the fp32 kernel) one by one.
-template <QkGemmFn kFallback>
-void qk_s4_key_lanes(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk,
+// The whole QK: rows the integer path cannot take go to kFallback (the fp32 kernel) one by one.
+template <bool kS4, QkGemmFn kFallback>
+void qk_key_lanes(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk,
                      float alpha, float* C, size_t ldc) {
   if (H > kLimbMaxH) return kFallback(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
   alignas(64) int16_t limbs[kLaneMaxRows][2][kLimbMaxH];
-  alignas(64) int32_t digits[kLimbMaxH / 8 * kLaneMaxRows * 8];
+  alignas(64) int32_t digits[kLimbMaxH / 4 * kLaneMaxRows * 4];
   const uint8_t* base = static_cast<const uint8_t*>(K);
   // Passes of equal size (5 rows: 3 + 2, not 4 + 1): one row alone runs at half the multiply-add rate.
   const size_t passes = (M + kLaneMaxRows - 1) / kLaneMaxRows, per_pass = (M + passes - 1) / passes;
   size_t i = 0;
   while (i < M) {
-    S4LaneQuery q{digits, {}, {}, {}};
+    LaneQuery q{digits, {}, {}, {}};
     float* out[kLaneMaxRows];
     int mb = 0;
     for (; i < M && mb < static_cast<int>(per_pass); ++i) {
       const float* row = Q + i * ldq;
       LimbRow limb;
-      if (!split_limbs(row, H, true, H / 2, H, alpha, limbs[mb][0], limbs[mb][1], &limb)) {
+      if (!split_limbs(row, H, kS4, H / 2, H, alpha, limbs[mb][0], limbs[mb][1], &limb)) {
         kFallback(1, N, H, row, ldq, K, ldk, alpha, C + i * ldc, ldc);
         continue;
       }
       q.factor[mb] = limb.factor;
-      q.off_hi[mb] = 8 * limb.sum_hi;
-      q.off_lo[mb] = 8 * limb.sum_lo;
+      q.off_hi[mb] = (kS4 ? 8u : 128u) * static_cast<uint32_t>(limb.sum_hi);
+      q.off_lo[mb] = (kS4 ? 8u : 128u) * static_cast<uint32_t>(limb.sum_lo);
       out[mb++] = C + i * ldc;
     }
-    for (int r = 0; r < mb; ++r) pack_s4_digits(limbs[r][0], limbs[r][1], H, r, mb, digits);
+    for (int r = 0; r < mb; ++r) pack_lane_digits<kS4>(limbs[r][0], limbs[r][1], H, r, mb, digits);
     switch (mb) {
-      case 1: s4_lane_rows<1>(N, H, q, base, ldk, out); break;
-      case 2: s4_lane_rows<2>(N, H, q, base, ldk, out); break;
-      case 3: s4_lane_rows<3>(N, H, q, base, ldk, out); break;
-      case 4: s4_lane_rows<4>(N, H, q, base, ldk, out); break;
+      case 1: lane_rows<kS4, 1>(N, H, q, base, ldk, out); break;
+      case 2: lane_rows<kS4, 2>(N, H, q, base, ldk, out); break;
+      case 3: lane_rows<kS4, 3>(N, H, q, base, ldk, out); break;
+      case 4: lane_rows<kS4, 4>(N, H, q, base, ldk, out); break;
       default: break;
     }
   }
