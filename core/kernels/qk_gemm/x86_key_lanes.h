@@ -101,7 +101,7 @@ __attribute__((always_inline)) inline void lane_column(LaneSums<MB>& s, __m512i 
 // One chunk of K rows [0, kn) (bytes [cb, cb + n) of each), transposed: r[c] = column c, lane k = key k.
 template <bool kFull>
 __attribute__((always_inline)) inline void lane_transpose(const uint8_t* K, size_t ldk, size_t kn, size_t cb,
-                                                             size_t n, __m512i r[16]) {
+                                                          size_t n, __m512i r[16]) {
   const __mmask64 m = n == kLaneChunk ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
   ATTNKIT_UNROLL for (size_t k = 0; k < 16; ++k)
     r[k] = kFull || k < kn ? _mm512_maskz_loadu_epi8(m, K + k * ldk + cb) : _mm512_setzero_si512();
@@ -148,7 +148,7 @@ inline void lane_tile(size_t H, const LaneQuery& q, const uint8_t* K, size_t ldk
 
 template <bool kS4, int MB>
 __attribute__((noinline)) void lane_rows(size_t N, size_t H, const LaneQuery& q, const uint8_t* K, size_t ldk,
-                                            float* const* c_rows) {
+                                         float* const* c_rows) {
   float* c[MB];
   const size_t ahead = block_prefetch_rows(N, ldk);
   for (size_t j = 0; j < N; j += kLaneKeys) {
