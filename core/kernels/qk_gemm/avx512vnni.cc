@@ -84,13 +84,15 @@ void rows(size_t N, size_t H, const QuantizedQuery* q, const uint8_t* K, size_t 
 // the keys-in-lanes kernel costs more than they do (2048 keys, H=128, int4: 4.3 against 4.9 us).
 void qk_gemm_s8_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
                            size_t ldk, float alpha, float* C, size_t ldc) {
-  if (M == 1) return qk_limbs<X86Limbs<Avx512Vnni>, false, qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+  if (M == 1)
+    return qk_limbs<X86Limbs<Avx512Vnni>, false, qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
   qk_key_lanes<false, qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
 }
 
 void qk_gemm_s4_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
                            size_t ldk, float alpha, float* C, size_t ldc) {
-  if (M == 1) return qk_limbs<X86Limbs<Avx512Vnni>, true, qk_direct<Avx512, S4>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+  if (M == 1)
+    return qk_limbs<X86Limbs<Avx512Vnni>, true, qk_direct<Avx512, S4>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
   qk_key_lanes<true, qk_direct<Avx512, S4>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
 }
 

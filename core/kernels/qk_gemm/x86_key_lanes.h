@@ -69,6 +69,16 @@ struct LaneSums {
   __m512i d0[MB], d1[MB], d2[MB], d3[MB];
 };
 
+// Row i's four digit sums += the unsigned bytes u times the digits at d, d + step, d + 2 step, d + 3 step.
+template <int MB>
+__attribute__((always_inline)) inline void lane_digit_dots(LaneSums<MB>& s, int i, __m512i u, const int32_t* d,
+                                                           int step) {
+  dpbusd_bcast_into(s.d0[i], u, d);
+  dpbusd_bcast_into(s.d1[i], u, d + step);
+  dpbusd_bcast_into(s.d2[i], u, d + 2 * step);
+  dpbusd_bcast_into(s.d3[i], u, d + 3 * step);
+}
+
 // One column of 16 keys into every row's four digit sums; qd points at the column's digits.
 template <bool kS4, int MB>
 __attribute__((always_inline)) inline void lane_column(LaneSums<MB>& s, __m512i x, const int32_t* qd) {
@@ -76,25 +86,12 @@ __attribute__((always_inline)) inline void lane_column(LaneSums<MB>& s, __m512i 
     const __m512i nibble = _mm512_set1_epi8(0x0f);
     const __m512i even = _mm512_and_si512(x, nibble), odd = _mm512_and_si512(_mm512_srli_epi32(x, 4), nibble);
     ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
-      const int32_t* d = qd + i * 8;
-      dpbusd_bcast_into(s.d0[i], even, d + 0);
-      dpbusd_bcast_into(s.d1[i], even, d + 2);
-      dpbusd_bcast_into(s.d2[i], even, d + 4);
-      dpbusd_bcast_into(s.d3[i], even, d + 6);
-      dpbusd_bcast_into(s.d0[i], odd, d + 1);
-      dpbusd_bcast_into(s.d1[i], odd, d + 3);
-      dpbusd_bcast_into(s.d2[i], odd, d + 5);
-      dpbusd_bcast_into(s.d3[i], odd, d + 7);
+      lane_digit_dots(s, i, even, qd + i * 8, 2);
+      lane_digit_dots(s, i, odd, qd + i * 8 + 1, 2);
     }
   } else {
     const __m512i u = _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));
-    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
-      const int32_t* d = qd + i * 4;
-      dpbusd_bcast_into(s.d0[i], u, d + 0);
-      dpbusd_bcast_into(s.d1[i], u, d + 1);
-      dpbusd_bcast_into(s.d2[i], u, d + 2);
-      dpbusd_bcast_into(s.d3[i], u, d + 3);
-    }
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) lane_digit_dots(s, i, u, qd + i * 4, 1);
   }
 }
 
@@ -137,8 +134,10 @@ inline void lane_tile(size_t H, const LaneQuery& q, const uint8_t* K, size_t ldk
   const __mmask16 out_mask = static_cast<__mmask16>((1u << kn) - 1);
   ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
     // combine_limbs lane-wise: the same integer sums and the same roundings as the scalar kernel.
-    const __m512i hi = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d0[i], 8), s.d1[i]), _mm512_set1_epi32(static_cast<int32_t>(q.off_hi[i])));
-    const __m512i lo = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d2[i], 8), s.d3[i]), _mm512_set1_epi32(static_cast<int32_t>(q.off_lo[i])));
+    const __m512i hi = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d0[i], 8), s.d1[i]),
+                                        _mm512_set1_epi32(static_cast<int32_t>(q.off_hi[i])));
+    const __m512i lo = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d2[i], 8), s.d3[i]),
+                                        _mm512_set1_epi32(static_cast<int32_t>(q.off_lo[i])));
     const __m512 out = _mm512_mul_ps(
         _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(hi), _mm512_set1_ps(32768.0f)), _mm512_cvtepi32_ps(lo)),
         _mm512_set1_ps(q.factor[i]));
@@ -167,7 +166,8 @@ inline void pack_lane_digits(const int16_t* hi, const int16_t* lo, size_t H, int
   alignas(64) int8_t d[4][kLimbMaxH + 32];
   const auto split = [](__m512i limb, int8_t* a, int8_t* b, size_t e) {
     const __m512i low = _mm512_srai_epi16(_mm512_slli_epi16(limb, 8), 8);  // the low byte, signed
-    _mm256_store_si256(reinterpret_cast<__m256i*>(a + e), _mm512_cvtepi16_epi8(_mm512_srai_epi16(_mm512_sub_epi16(limb, low), 8)));
+    const __m512i high = _mm512_srai_epi16(_mm512_sub_epi16(limb, low), 8);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(a + e), _mm512_cvtepi16_epi8(high));
     _mm256_store_si256(reinterpret_cast<__m256i*>(b + e), _mm512_cvtepi16_epi8(low));
   };
   for (size_t e = 0; e < H; e += 32) {
@@ -184,8 +184,8 @@ inline void pack_lane_digits(const int16_t* hi, const int16_t* lo, size_t H, int
 
 // The whole QK: rows the integer path cannot take go to kFallback (the fp32 kernel) one by one.
 template <bool kS4, QkGemmFn kFallback>
-void qk_key_lanes(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk,
-                     float alpha, float* C, size_t ldc) {
+void qk_key_lanes(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk, float alpha,
+                  float* C, size_t ldc) {
   if (H > kLimbMaxH) return kFallback(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
   alignas(64) int16_t limbs[kLaneMaxRows][2][kLimbMaxH];
   alignas(64) int32_t digits[kLimbMaxH / 4 * kLaneMaxRows * 4];
