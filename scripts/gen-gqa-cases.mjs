@@ -79,7 +79,8 @@ function gqa(o) {
 
 function writeAll() {
   mkdirSync(dir, { recursive: true });
-  for (const f of readdirSync(dir)) if (f.endsWith('.json')) unlinkSync(`${dir}${f}`);
+  // cli-*.json are written by hand for the CLI tests (several cases per file, raw inputs): they stay.
+  for (const f of readdirSync(dir)) if (f.endsWith('.json') && !f.startsWith('cli-')) unlinkSync(`${dir}${f}`);
   const names = new Set();
   for (const c of cases) {
     if (names.has(c.name)) throw new Error(`duplicate case name ${c.name}`);
@@ -200,6 +201,22 @@ gqa({ name: 'quant/int4-per-channel-decode-ragged', B: 2, S: 1, past: 20, seqlen
 gqa({ name: 'quant/int8-packed-batch3-prompt', packed: true, B: 3, S: 8, N: 4, Nk: 2, H: 16, past: 0, cacheDtype: 'int8', quant: { type: 'PER_TENSOR', bits: 8 }, tol: Q8, note: QNOTE });
 gqa({ name: 'quant/int8-per-channel-bias-prompt', S: 8, N: 2, Nk: 1, H: 16, past: 0, bias: [1, 2], cacheDtype: 'int8', quant: { type: 'PER_CHANNEL', bits: 8 }, tol: Q8, note: QNOTE });
 gqa({ name: 'quant/int8-per-channel-rotary-chunked', S: 4, past: 12, N: 4, Nk: 2, H: 32, rotary: {}, cacheDtype: 'int8', quant: { type: 'PER_CHANNEL', bits: 8 }, tol: Q8, note: QNOTE });
+// ---- the shapes of shipped models, at realistic cache lengths: these reach the paths small cases cannot (decode
+// blocks of hundreds to thousands of keys, passes of 4 and 3 query heads per KV head, split-KV decoding under two
+// threads, H = 96 and 256). Seeds start at 10000 so that adding here leaves every other case's inputs unchanged.
+const seedBefore = seed;
+seed = 10000;
+const PC4 = { type: 'PER_CHANNEL', bits: 4 }, PC8 = { type: 'PER_CHANNEL', bits: 8 }, PT4 = { type: 'PER_TENSOR', bits: 4 }, PT8 = { type: 'PER_TENSOR', bits: 8 };
+gqa({ name: 'models/phi3-mha-h96-rotary-decode', S: 1, past: 300, N: 32, Nk: 32, H: 96, rotary: {} });
+gqa({ name: 'models/phi3-mha-h96-rotary-int4-decode', S: 1, past: 300, N: 32, Nk: 32, H: 96, rotary: {}, cacheDtype: 'uint8', quant: PC4, tol: Q4, note: QNOTE });
+gqa({ name: 'models/llama3-g4-h64-rotary-int8-decode', S: 1, past: 700, N: 32, Nk: 8, H: 64, rotary: {}, cacheDtype: 'int8', quant: PT8, tol: Q8, note: QNOTE });
+gqa({ name: 'models/llama3-g4-h128-int8-ragged-batch2-decode', B: 2, S: 1, past: 1000, seqlens: [999, 450], T: 1000, N: 32, Nk: 8, H: 128, cacheDtype: 'int8', quant: PC8, tol: Q8, note: QNOTE });
+gqa({ name: 'models/qwen25-g7-h64-rotary-int4-decode', S: 1, past: 1100, N: 14, Nk: 2, H: 64, rotary: {}, cacheDtype: 'uint8', quant: PC4, tol: Q4, note: QNOTE });
+gqa({ name: 'models/mqa-h128-int4-split-kv-decode', S: 1, past: 2500, N: 8, Nk: 1, H: 128, cacheDtype: 'uint8', quant: PT4, tol: Q4, note: QNOTE });
+gqa({ name: 'models/gemma2-h256-softcap-window-int8-decode', S: 1, past: 600, N: 8, Nk: 4, H: 256, attrs: { softcap: 50, local_window_size: 512 }, cacheDtype: 'int8', quant: PC8, tol: Q8, note: QNOTE });
+gqa({ name: 'models/gemma2-h256-softcap-window-prefill', S: 40, N: 8, Nk: 4, H: 256, attrs: { softcap: 50, local_window_size: 32 } });
+gqa({ name: 'models/mistral-g4-h128-rotary-int4-chunked', S: 48, past: 256, N: 32, Nk: 8, H: 128, rotary: {}, cacheDtype: 'uint8', quant: PC4, tol: Q4, note: QNOTE });
+seed = seedBefore;
 
 // ================= validation cases: exit 2 and a message naming the input or attribute =================
 const e = (name, o, expectError) => gqa({ name: `invalid/${name}`, ...o, expectError });
