@@ -24,5 +24,6 @@ build/native/bench/qattention_bench --benchmark_min_time=$min_time
 echo "== attnkit native vs onnxruntime-node"
 node bench/js/gqa_ort.mjs $quick
 node bench/js/qattention_ort.mjs $quick
+if [ -z "$quick" ]; then node bench/js/models_ort.mjs; fi  # shipped models' shapes
 echo "== attnkit wasm vs onnxruntime-web (and vs attnkit native)"
 node bench/js/wasm_vs_ort.mjs $quick
