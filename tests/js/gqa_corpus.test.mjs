@@ -10,6 +10,7 @@ import { normalizeCase } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, repoRoot, runNative } from '../../js/targets/native.js';
 import { runOrt } from '../../js/targets/ort.js';
+import { gqaReferenceTolerance } from './reference_tolerance.mjs';
 
 const caseDir = join(repoRoot, 'tests/cases/gqa');
 // Every case as { file, case }: `file` is the case's own file, or the case object itself when its file holds
@@ -21,25 +22,6 @@ for (const f of readdirSync(caseDir).filter((n) => n.endsWith('.json')).sort()) 
     const c = raw.expect_error ? raw : normalizeCase(raw, index);
     corpus.push({ file: Array.isArray(doc) ? raw : join(caseDir, f), case: c });
   });
-}
-
-// Tolerances against the fp64 reference:
-// - float32: the issue's bound, 2e-6 relative. Attention outputs are convex combinations of V rows, so their rounding
-//   error scales with max|V| (and max|output|), not with the element itself: where an output cancels to ~0 a purely
-//   elementwise relative bound is meaningless, so the absolute floor is 2e-6 times the tensor's largest magnitude.
-// - float16 / bfloat16: the spec's accuracy anchors (§5: fp16 rtol = atol = 1e-2; bf16 rtol 5e-2, atol 1e-2); both
-//   cover the single output rounding (2^-11 resp. 2^-8 relative) plus the rounding of cached K/V.
-// - quantized caches: the integers themselves are checked by js/compare.js (one step on ties only); the float
-//   outputs follow the query dtype's rule above, since the reference dequantizes the very same integers.
-function referenceTolerance(c) {
-  return (name, expected) => {
-    const dtype = c.inputs.query.dtype;
-    if (dtype === 'float16') return { atol: 1e-2, rtol: 1e-2 };
-    if (dtype === 'bfloat16') return { atol: 1e-2, rtol: 5e-2 };
-    let peak = 0;
-    for (const v of expected.data) peak = Math.max(peak, Math.abs(Number(v)));
-    return { atol: 2e-6 * peak, rtol: 2e-6 };
-  };
 }
 
 function ortSkipReason(c) {
@@ -104,7 +86,7 @@ for (const { file, case: c } of corpus) {
       const where = `attnkit ${variantName(variant)}`;
       assert.equal(run.error, undefined, `${where} failed (exit ${run.exitCode}): ${run.error}`);
       for (const name of c.outputs) assert.ok(run.outputs[name], `${where} did not produce ${name}`);
-      const vsRef = compareOutputs(c, run.outputs, ref.outputs, referenceTolerance(c));
+      const vsRef = compareOutputs(c, run.outputs, ref.outputs, gqaReferenceTolerance(c));
       assert.ok(vsRef.ok, `${where} vs reference:\n${describeFailures(vsRef)}`);
       if (!ort) continue;
       const vsOrt = compareOutputs(c, run.outputs, ort.outputs, c.tolerance);

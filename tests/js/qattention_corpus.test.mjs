@@ -11,25 +11,11 @@ import { normalizeCase } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, repoRoot, runNative } from '../../js/targets/native.js';
 import { ortNodeSaturates, runOrt } from '../../js/targets/ort.js';
+import { qattentionReferenceTolerance } from './reference_tolerance.mjs';
 
 const caseDir = join(repoRoot, 'tests/cases/qattention');
 const corpus = readdirSync(caseDir).filter((f) => f.endsWith('.json')).sort()
   .map((f) => ({ file: join(caseDir, f), case: normalizeCase(JSON.parse(readFileSync(join(caseDir, f), 'utf8'))) }));
-
-// Against the fp64 reference: the projection is exact in both, then fp32 dequantization (2^-24 relative), fp32 scores
-// over H <= 80 terms, the shared exp polynomial (< 2 ulp) and a convex combination of V rows, so the error scales
-// with the tensor's largest magnitude: 1e-5 relative with an absolute floor of 1e-5 * max|expected|. present holds
-// past rows bit for bit and fp32 projections (<= 2 roundings of O(1) terms), far inside the same bound. Cases with a
-// fully masked row carry their own wider tolerance (see scripts/gen-qattention-cases.mjs): the reference models
-// ORT's fp32 mask addition, but a 1-ulp score difference can still pick the neighbouring 2^-10 grid point.
-function referenceTolerance(c) {
-  return (name, expected) => {
-    let peak = 0;
-    for (const v of expected.data) peak = Math.max(peak, Math.abs(Number(v)));
-    const base = { atol: 1e-5 * peak, rtol: 1e-5 };
-    return c.tolerance && c.tolerance.atol > 1e-4 ? { atol: c.tolerance.atol * Math.max(peak, 1), rtol: 1e-5 } : base;
-  };
-}
 
 function testName(c) {
   if (c.expect_error) return `${c.name} rejects with exit 2 ("${c.expect_error}")`;
@@ -82,7 +68,7 @@ for (const { file, case: c } of corpus) {
       const where = `attnkit ${variantName(variant)}`;
       assert.equal(run.error, undefined, `${where} failed (exit ${run.exitCode}): ${run.error}`);
       for (const name of c.outputs) assert.ok(run.outputs[name], `${where} did not produce ${name}`);
-      const vsRef = compareOutputs(c, run.outputs, ref.outputs, referenceTolerance(c));
+      const vsRef = compareOutputs(c, run.outputs, ref.outputs, qattentionReferenceTolerance(c));
       assert.ok(vsRef.ok, `${where} vs reference:\n${describeFailures(vsRef)}`);
       const vsOrt = compareOutputs(c, run.outputs, ort.outputs, c.tolerance);
       assert.ok(vsOrt.ok, `${where} vs ORT 1.30 (${ortBackend}):\n${describeFailures(vsOrt)}`);
