@@ -1,12 +1,14 @@
 // attnkit: seeded differential fuzzing (node:test). Random valid GroupQueryAttention and QAttention cases (feature
 // combinations the hand-written corpus does not enumerate: caches of 1-6000 rows, 1-7 query heads per KV head, head
 // sizes 8-256, rotary, window, softcap, bias, sinks, every mask spelling, quantized caches, packed QKV) run on attnkit
-// native with every ISA the CLI offers and both paths, against the fp64 reference and onnxruntime-node 1.30.
+// native with every ISA the CLI offers and both paths, and on the threaded wasm build through the package, against the
+// fp64 reference and onnxruntime-node 1.30.
 // Deterministic: FUZZ_SEED (default 1) and FUZZ_CASES (default 24 per op) pick the cases; a failure prints the
 // case as JSON, ready to become a corpus file.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
+import * as attnkit from '../../js/index.js';
 import { normalizeCase } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, runNative } from '../../js/targets/native.js';
@@ -187,6 +189,11 @@ for (const [make, tolerance, offset] of [[gqaCase, gqaReferenceTolerance, 0], [q
   for (let i = 0; i < CASES; i++) cases.push({ c: normalizeCase(make(g, i)), tolerance });
 }
 
+before(async () => {
+  await attnkit.init({ threads: 2 });
+});
+after(() => attnkit.dispose());
+
 for (const { c, tolerance } of cases) {
   test(c.name, async () => {
     assert.ok(cliAvailable(), `${defaultCli} is missing: build it first (bash scripts/build.sh, which npm test runs)`);
@@ -205,5 +212,8 @@ for (const { c, tolerance } of cases) {
       const vsOrt = compareOutputs(c, run.outputs, ort.outputs, c.tolerance);
       assert.ok(vsOrt.ok, `${where} vs ORT 1.30:\n${describeFailures(vsOrt)}${replay}`);
     }
+    const wasm = await attnkit.runCase(c);
+    const vsRef = compareOutputs(c, wasm.outputs, ref.outputs, tolerance(c));
+    assert.ok(vsRef.ok, `attnkit wasm vs reference:\n${describeFailures(vsRef)}${replay}`);
   });
 }
