@@ -1,5 +1,5 @@
-// attnkit benches: the shapes every Node bench runs (issue 3's GQA, issue 4's QAttention) as case objects, the
-// command-line flags they share, and the attnkit-native-vs-onnxruntime-node loop, so all benches measure the
+// attnkit benches: the shapes every Node bench runs (issue 3's GQA, any GQA shape for models_ort.mjs, issue 4's
+// QAttention) as case objects, the command-line flags they share, and the attnkit-native-vs-onnxruntime-node loop, so all benches measure the
 // same cases the same way.
 import { benchNative } from '../../js/targets/native.js';
 import { runOrt } from '../../js/targets/ort.js';
@@ -15,34 +15,50 @@ export const benchArgs = argv;
 export const GQA = { N: 16, Nk: 8, H: 128 };
 const rand = (seed, low = -1, high = 1) => ({ random: { seed, low, high } });
 
-// GroupQueryAttention, B=1, fp32 query: `kind` 'prefill' (S = T, past 0) or 'decode' (S = 1 after `past` tokens);
-// cache 'fp32' | 'int8' | 'int4' (per-channel scales).
-export function gqaCase(kind, S, past, cache) {
-  const { N, Nk, H } = GQA;
-  const T = past + S;
+const CACHE_DTYPE = { fp32: 'float32', fp16: 'float16', int8: 'int8', int4: 'uint8' };
+
+// GroupQueryAttention, one shape: B, N, Nk, H; S new tokens after P cached ones; cache fp32 | fp16 (then the query
+// is fp16 too) | int8 | int4 (per-channel scales); rotary (split halves), softcap, window.
+export function gqaShapeCase(name, { B = 1, N, Nk, H, S, P, cache = 'fp32', rotary = false, softcap = 0, window = -1 }) {
+  const T = P + S;
+  const dtype = cache === 'fp16' ? 'float16' : 'float32';
   const inputs = {
-    query: { dtype: 'float32', shape: [1, S, N * H], ...rand(1) },
-    key: { dtype: 'float32', shape: [1, S, Nk * H], ...rand(2) },
-    value: { dtype: 'float32', shape: [1, S, Nk * H], ...rand(3) },
-    seqlens_k: { dtype: 'int32', shape: [1], data: [T - 1] },
+    query: { dtype, shape: [B, S, N * H], ...rand(1) },
+    key: { dtype, shape: [B, S, Nk * H], ...rand(2) },
+    value: { dtype, shape: [B, S, Nk * H], ...rand(3) },
+    seqlens_k: { dtype: 'int32', shape: [B], data: Array(B).fill(T - 1) },
     total_sequence_length: { dtype: 'int32', shape: [], data: [T] },
   };
   const attrs = { num_heads: N, kv_num_heads: Nk };
-  if (cache !== 'fp32') {
+  const quantized = cache === 'int8' || cache === 'int4';
+  if (quantized) {
     attrs.k_quant_type = attrs.v_quant_type = 'PER_CHANNEL';
     attrs.kv_cache_bit_width = cache === 'int8' ? 8 : 4;
     inputs.k_scale = { dtype: 'float32', shape: [1, Nk, 1, H], ...rand(4, 0.005, 0.01) };
     inputs.v_scale = { dtype: 'float32', shape: [1, Nk, 1, H], ...rand(5, 0.005, 0.01) };
   }
-  // A quantized prompt still needs (empty) past tensors of the cache dtype, or ORT cannot bind the cache type.
-  if (past > 0 || cache !== 'fp32') {
-    const dtype = { fp32: 'float32', int8: 'int8', int4: 'uint8' }[cache];
-    const row = cache === 'int4' ? H / 2 : H;
-    inputs.past_key = { dtype, shape: [1, Nk, past, row], random: cache === 'fp32' ? rand(6).random : { seed: 6 } };
-    inputs.past_value = { dtype, shape: [1, Nk, past, row], random: cache === 'fp32' ? rand(7).random : { seed: 7 } };
+  if (rotary) {
+    attrs.do_rotary = 1;
+    inputs.cos_cache = { dtype, shape: [T + 16, H / 2], ...rand(11) };
+    inputs.sin_cache = { dtype, shape: [T + 16, H / 2], ...rand(12) };
   }
-  return { name: `gqa/${kind} T=${T} ${cache}`, kind, op: 'GroupQueryAttention', attrs, inputs,
+  if (softcap) attrs.softcap = softcap;
+  if (window > 0) attrs.local_window_size = window;
+  // A quantized prompt still needs (empty) past tensors of the cache dtype, or ORT cannot bind the cache type.
+  if (P > 0 || quantized) {
+    const row = cache === 'int4' ? H / 2 : H;
+    const random = (seed) => (quantized ? { seed } : rand(seed).random);
+    inputs.past_key = { dtype: CACHE_DTYPE[cache], shape: [B, Nk, P, row], random: random(6) };
+    inputs.past_value = { dtype: CACHE_DTYPE[cache], shape: [B, Nk, P, row], random: random(7) };
+  }
+  return { name, kind: S === 1 ? 'decode' : 'prefill', op: 'GroupQueryAttention', attrs, inputs,
     outputs: ['output', 'present_key', 'present_value'] };
+}
+
+// Issue 3's GroupQueryAttention (N=16, Nk=8, H=128), B=1: `kind` 'prefill' (S = T, past 0) or 'decode' (S = 1 after
+// `past` tokens); cache 'fp32' | 'int8' | 'int4'.
+export function gqaCase(kind, S, past, cache) {
+  return { ...gqaShapeCase(`gqa/${kind} T=${past + S} ${cache}`, { ...GQA, S, P: past, cache }), kind };
 }
 
 // QAttention, issue 4's shape: B=1, D=768, N=12, u8 x s8 with per-column scale and zero point; `past` > 0 makes it
