@@ -13,7 +13,7 @@ import { normalizeCase } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, runNative } from '../../js/targets/native.js';
 import { ortNodeSaturates, runOrt } from '../../js/targets/ort.js';
-import { gqaReferenceTolerance, qattentionReferenceTolerance } from './reference_tolerance.mjs';
+import { gqaReferenceTolerance, ortTolerance, qattentionReferenceTolerance } from './reference_tolerance.mjs';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 1);
 const CASES = Number(process.env.FUZZ_CASES ?? 24);
@@ -209,7 +209,7 @@ for (const { c, tolerance } of cases) {
       assert.ok(vsRef.ok, `${where} vs reference:\n${describeFailures(vsRef)}${replay}`);
       if (!ort) continue;
       blankPaddingRows(c, run.outputs, ort.outputs);
-      const vsOrt = compareOutputs(c, run.outputs, ort.outputs, c.tolerance);
+      const vsOrt = compareOutputs(c, run.outputs, ort.outputs, ortTolerance(c));
       assert.ok(vsOrt.ok, `${where} vs ORT 1.30:\n${describeFailures(vsOrt)}${replay}`);
     }
     const wasm = await attnkit.runCase(c);
