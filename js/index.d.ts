@@ -134,6 +134,13 @@ export class KvCache {
   /** New tokens only: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length. */
   step(inputs: Inputs, attrs: Attributes, options?: { threads?: number; path?: 'auto' | 'naive' | 'flash'; into?: { output: TensorData } }): { output: Tensor };
   clear(): void;
+  /** Keeps the first `length` tokens (a rejected speculative draft, a regenerated reply). */
+  truncate(length: number): void;
+  /** Replaces the cached tokens with past tensors in the present layout (batch, kvHeads, tokens, row) of the cache
+   * dtype, e.g. a shared prompt prefix; `length` takes only the first tokens. */
+  load(past: { past_key: TensorInput; past_value: TensorInput }, options?: { length?: number }): void;
+  /** The cached tokens, (batch, kvHeads, length, row) each, in arrays the caller owns. */
+  read(options?: { into?: { present_key?: TensorData; present_value?: TensorData } }): { present_key: Tensor; present_value: Tensor };
   dispose(): void;
 }
 

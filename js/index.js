@@ -3,7 +3,9 @@
 // and return owned typed arrays; `createInstance()` gives independent modules (e.g. both builds at once).
 import { AttnkitError } from './errors.js';
 import { availableCores, BUILDS, detectBuild, loadModule, terminateWorkers } from './loader.js';
-import { createKvCache as newCacheHandle, heapBuffer, runOperator, stepKvCache } from './marshal.js';
+import {
+  createKvCache as newCacheHandle, heapBuffer, loadKvCache, readKvCache, runOperator, stepKvCache, truncateKvCache,
+} from './marshal.js';
 import { CaseError, materializeTensor, normalizeCase } from './case.js';
 
 export { AttnkitError };
@@ -161,6 +163,24 @@ export class KvCache {
 
   clear() {
     this.#alive().Module._attnkit_kv_cache_clear(this.#handle);
+  }
+
+  // Keeps the first `length` tokens: a rejected speculative draft or a regenerated reply is dropped, and the next
+  // step gives what a cache that never held it would.
+  truncate(length) {
+    truncateKvCache(this.#alive().Module, this.#handle, length);
+  }
+
+  // Replaces the cached tokens with { past_key, past_value } in the present layout (batch, kvHeads, tokens, row) of
+  // the cache dtype: ORT's present_key/present_value or read()'s, such as a prompt prefix computed once and shared.
+  // options.length takes only the first tokens. Quantized rows must be continued with the scales that wrote them.
+  load({ past_key, past_value } = {}, { length } = {}) {
+    loadKvCache(this.#alive().Module, this.#handle, { past_key, past_value }, length);
+  }
+
+  // The cached tokens as { present_key, present_value }, arrays the caller owns (or options.into's).
+  read({ into } = {}) {
+    return readKvCache(this.#alive().Module, this.#handle, into);
   }
 
   // Frees the cache's wasm memory (also freed with its instance).

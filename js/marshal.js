@@ -326,6 +326,30 @@ export function stepKvCache(Module, cache, inputs, attrs, options = {}) {
     Module._attnkit_kv_cache_step(cache, args.attrs, args.records, count, threads, args.path, args.resultSlot));
 }
 
+// A KV cache's tokens themselves: load replaces them with past_key/past_value (the present layout), read copies
+// them out as { present_key, present_value }, truncate keeps the first `length`.
+function cacheLength(length, what) {
+  if (!Number.isInteger(length) || length < 0 || length > 0x7fffffff) {
+    throw new AttnkitError(`kv cache: ${what} must be a non-negative integer`);
+  }
+  return length;
+}
+
+export function loadKvCache(Module, cache, inputs, length) {
+  const rows = length === undefined ? -1 : cacheLength(length, 'length');
+  callPacked(Module, 'kv cache', inputs, {}, {}, (args, count) =>
+    Module._attnkit_kv_cache_load(cache, args.records, count, rows, args.resultSlot));
+}
+
+export function readKvCache(Module, cache, into) {
+  return callPacked(Module, 'kv cache', {}, {}, { into }, (args) => Module._attnkit_kv_cache_read(cache, args.resultSlot));
+}
+
+export function truncateKvCache(Module, cache, length) {
+  const rows = cacheLength(length, 'truncate length');
+  callPacked(Module, 'kv cache', {}, {}, {}, (args) => Module._attnkit_kv_cache_truncate(cache, rows, args.resultSlot));
+}
+
 // Creates a KV cache in wasm memory; returns its handle or throws AttnkitError with the C ABI's message.
 export function createKvCache(Module, { batch = 1, kvHeads, headSize, capacity, dtype = 'float32' }) {
   const code = DTYPE_CODES[dtype];

@@ -1,6 +1,7 @@
 // attnkit JS package (node:test): the KV cache that lives in wasm memory, on both builds. Each step must give
 // the stateless op's output bit for bit when that op is handed the previous step's present as its past
-// (both read the same cache rows with the same tiling), for float and quantized caches, with rotary. Stateless
+// (both read the same cache rows with the same tiling), for float and quantized caches, with rotary; and so must a
+// cache whose tokens were read out, loaded or truncated. Stateless
 // steps that continue their past run in ORT's shared-buffer form inside the package; they must give the
 // ordinary form's bits.
 import assert from 'node:assert/strict';
@@ -147,6 +148,62 @@ for (const build of ['simd-threaded', 'simd']) {
   });
 }
 
+// The tokens [0, S) of a fixed 6-token prompt, with the case's extra inputs.
+function promptTokens(S, extra) {
+  const take = (t, width) => ({ data: t.data.slice(0, S * width), shape: [1, S, width] });
+  const full = { query: random('float32', [1, 6, N * H], 401), key: random('float32', [1, 6, Nk * H], 402),
+    value: random('float32', [1, 6, Nk * H], 403) };
+  return { query: take(full.query, N * H), key: take(full.key, Nk * H), value: take(full.value, Nk * H), ...extra };
+}
+
+// A cache's tokens move: read() out of one cache and load()ed into another (its first rows only), an ORT-layout present
+// of the stateless op loaded, and a cache truncated back to the prefix all continue with the bits of the stateless op
+// continuing that prefix: a shared prompt computed once, a saved conversation, a rejected draft.
+async function checkPrefixReuse(build, cacheDtype, attrs, extra) {
+  const inst = await createInstance({ build, threads: 2 });
+  instances.push(inst);
+  const columns = cacheDtype === 'uint8' ? H / 2 : H;
+  const full = inst.createKvCache({ kvHeads: Nk, headSize: H, capacity: 16, dtype: cacheDtype });
+  full.step(promptTokens(6, extra), attrs);
+  const saved = full.read();
+  assert.deepEqual(saved.present_key.shape, [1, Nk, 6, columns]);
+  assert.equal(saved.present_key.dtype, cacheDtype);
+
+  const emptyPast = cacheDtype === 'float32' ? {} : {
+    past_key: { data: new saved.present_key.data.constructor(0), shape: [1, Nk, 0, columns] },
+    past_value: { data: new saved.present_key.data.constructor(0), shape: [1, Nk, 0, columns] },
+  };
+  const stateless = inst.groupQueryAttention({ ...promptTokens(4, extra), ...emptyPast,
+    seqlens_k: { data: new Int32Array([3]), shape: [1] }, total_sequence_length: { data: new Int32Array([4]), shape: [1] },
+  }, attrs);
+  const imported = inst.createKvCache({ kvHeads: Nk, headSize: H, capacity: 12, dtype: cacheDtype });
+  imported.load({ past_key: stateless.present_key, past_value: stateless.present_value });
+  const reloaded = inst.createKvCache({ kvHeads: Nk, headSize: H, capacity: 8, dtype: cacheDtype });
+  reloaded.load({ past_key: saved.present_key, past_value: saved.present_value }, { length: 4 });
+  full.truncate(4);
+  for (const cache of [imported, reloaded, full]) assert.equal(cache.length, 4);
+  assert.deepEqual(reloaded.read().present_key.data, stateless.present_key.data);
+
+  const next = { query: random('float32', [1, 1, N * H], 411), key: random('float32', [1, 1, Nk * H], 412),
+    value: random('float32', [1, 1, Nk * H], 413), ...extra };
+  const want = inst.groupQueryAttention({ ...next, past_key: stateless.present_key, past_value: stateless.present_value,
+    seqlens_k: { data: new Int32Array([4]), shape: [1] }, total_sequence_length: { data: new Int32Array([5]), shape: [1] },
+  }, attrs);
+  for (const [name, cache] of Object.entries({ imported, reloaded, full })) {
+    assert.deepEqual(cache.step(next, attrs).output.data, want.output.data, `${build} ${cacheDtype} ${name}`);
+    assert.deepEqual(cache.read().present_value.data, want.present_value.data, `${build} ${cacheDtype} ${name}`);
+    cache.dispose();
+  }
+}
+
+for (const build of ['simd-threaded', 'simd']) {
+  test(`${build}: cached tokens read out, loaded, imported from ORT's layout or truncated continue with the same bits`,
+    async () => {
+      await checkPrefixReuse(build, 'float32', { num_heads: N, kv_num_heads: Nk, do_rotary: 1 }, rotary);
+      await checkPrefixReuse(build, 'uint8', { num_heads: N, kv_num_heads: Nk, ...quant(4) }, scales);
+    });
+}
+
 test('kv cache misuse is an AttnkitError naming the rule', async () => {
   const inst = await createInstance({ build: 'simd' });
   instances.push(inst);
@@ -156,6 +213,17 @@ test('kv cache misuse is an AttnkitError naming the rule', async () => {
   const x = { data: new Float32Array(3 * 8), shape: [1, 3, 8] };
   assert.throws(() => cache.step({ query: x, key: x, value: x }, { num_heads: 1, kv_num_heads: 1 }), (e) =>
     e instanceof AttnkitError && e.message.includes('exceed the capacity'));
+  const rows = (tokens, Array = Float32Array) => ({ data: new Array(tokens * 8), shape: [1, 1, tokens, 8] });
+  const refused = (call, text) => assert.throws(call, (e) => e instanceof AttnkitError && e.message.includes(text));
+  refused(() => cache.load({ past_key: rows(3), past_value: rows(3) }), '3 tokens exceed the capacity 2');
+  refused(() => cache.load({ past_key: rows(2, Int8Array), past_value: rows(2, Int8Array) }), 'int8 is not the cache');
+  refused(() => cache.load({ past_key: rows(2) }), 'past_value: not a tensor object');
+  refused(() => cache.load({ past_key: rows(2), past_value: rows(2) }, { length: 1.5 }), 'length must be');
+  cache.load({ past_key: rows(2), past_value: rows(2) }, { length: 1 });
+  assert.equal(cache.length, 1);
+  refused(() => cache.truncate(2), 'cannot truncate to 2 tokens: it holds 1');
+  refused(() => cache.truncate(-1), 'truncate length must be a non-negative integer');
   cache.dispose();
   assert.throws(() => cache.step({}, {}), (e) => e instanceof AttnkitError && e.message.includes('disposed'));
+  refused(() => cache.read(), 'disposed');
 });

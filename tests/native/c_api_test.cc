@@ -286,6 +286,62 @@ TEST(CApi, KvCacheStepsMatchTheCppCache) {
   attnkit_result_free(r);
 }
 
+// read hands out the cached tokens as present tensors, load puts them into another cache (whose next step then
+// gives the first cache's bits), truncate drops tokens; misuse is code 2 with a message naming the rule.
+TEST(CApi, KvCacheReadLoadTruncate) {
+  const char* attrs_json = "{\"num_heads\": 4, \"kv_num_heads\": 2}";
+  SmallGqa g;
+  std::vector<attnkit_tensor> prompt = g.tensors();
+  prompt.resize(3);  // query, key, value: the cache supplies the rest
+  attnkit_kv_cache *first = nullptr, *second = nullptr;
+  ResultGuard created1, created2, stepped, read;
+  ASSERT_EQ(attnkit_kv_cache_create(1, 2, 8, 8, ATTNKIT_FLOAT32, &first, &created1.r), ATTNKIT_OK);
+  ASSERT_EQ(attnkit_kv_cache_create(1, 2, 8, 5, ATTNKIT_FLOAT32, &second, &created2.r), ATTNKIT_OK);
+  ASSERT_EQ(attnkit_kv_cache_step(first, attrs_json, prompt.data(), 3, 1, nullptr, &stepped.r), ATTNKIT_OK);
+  ASSERT_EQ(attnkit_kv_cache_read(first, &read.r), ATTNKIT_OK) << attnkit_result_error(read.r);
+  ASSERT_EQ(attnkit_result_count(read.r), 2);
+  EXPECT_STREQ(attnkit_result_name(read.r, 0), "present_key");
+  EXPECT_STREQ(attnkit_result_name(read.r, 1), "present_value");
+  ASSERT_EQ(attnkit_result_rank(read.r, 0), 4);
+  EXPECT_EQ(attnkit_result_shape(read.r, 0)[2], 3);
+  std::vector<attnkit_tensor> past = {
+      {"past_key", ATTNKIT_FLOAT32, 4, attnkit_result_shape(read.r, 0), attnkit_result_data(read.r, 0)},
+      {"past_value", ATTNKIT_FLOAT32, 4, attnkit_result_shape(read.r, 1), attnkit_result_data(read.r, 1)}};
+  ResultGuard loaded;
+  ASSERT_EQ(attnkit_kv_cache_load(second, past.data(), 2, -1, &loaded.r), ATTNKIT_OK) << attnkit_result_error(loaded.r);
+  EXPECT_EQ(attnkit_kv_cache_length(second), 3);
+
+  // One more token on both: the same bits.
+  std::vector<float> q(32, 0.125f), kv(16, -0.25f);
+  int64_t qs[3] = {1, 1, 32}, ks[3] = {1, 1, 16};
+  std::vector<attnkit_tensor> token = {{"query", ATTNKIT_FLOAT32, 3, qs, q.data()},
+                                       {"key", ATTNKIT_FLOAT32, 3, ks, kv.data()},
+                                       {"value", ATTNKIT_FLOAT32, 3, ks, kv.data()}};
+  ResultGuard a, b;
+  ASSERT_EQ(attnkit_kv_cache_step(first, attrs_json, token.data(), 3, 1, nullptr, &a.r), ATTNKIT_OK);
+  ASSERT_EQ(attnkit_kv_cache_step(second, attrs_json, token.data(), 3, 1, nullptr, &b.r), ATTNKIT_OK);
+  ASSERT_EQ(attnkit_result_bytes(a.r, 0), attnkit_result_bytes(b.r, 0));
+  EXPECT_EQ(0, std::memcmp(attnkit_result_data(a.r, 0), attnkit_result_data(b.r, 0), attnkit_result_bytes(a.r, 0)));
+
+  ResultGuard truncated, too_long, over_capacity, stranger;
+  ASSERT_EQ(attnkit_kv_cache_truncate(first, 2, &truncated.r), ATTNKIT_OK);
+  EXPECT_EQ(attnkit_kv_cache_length(first), 2);
+  EXPECT_EQ(attnkit_kv_cache_truncate(first, 3, &too_long.r), ATTNKIT_INVALID);
+  EXPECT_NE(std::string(attnkit_result_error(too_long.r)).find("it holds 2"), std::string::npos);
+  int64_t big[4] = {1, 2, 6, 8};
+  std::vector<float> rows(2 * 6 * 8);
+  std::vector<attnkit_tensor> six = {{"past_key", ATTNKIT_FLOAT32, 4, big, rows.data()},
+                                     {"past_value", ATTNKIT_FLOAT32, 4, big, rows.data()}};
+  EXPECT_EQ(attnkit_kv_cache_load(second, six.data(), 2, -1, &over_capacity.r), ATTNKIT_INVALID);
+  EXPECT_NE(std::string(attnkit_result_error(over_capacity.r)).find("capacity 5"), std::string::npos);
+  six[1].name = "value";
+  EXPECT_EQ(attnkit_kv_cache_load(second, six.data(), 2, 2, &stranger.r), ATTNKIT_INVALID);
+  EXPECT_NE(std::string(attnkit_result_error(stranger.r)).find("not value"), std::string::npos);
+  EXPECT_EQ(attnkit_kv_cache_length(second), 4);
+  attnkit_kv_cache_free(first);
+  attnkit_kv_cache_free(second);
+}
+
 // A shared-buffer entry's result holds only "output", with the bits of the stateless call's first output.
 void expect_same_output(const ResultGuard& shared, const ResultGuard& stateless) {
   ASSERT_EQ(attnkit_result_count(shared.r), 1);

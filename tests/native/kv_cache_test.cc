@@ -2,6 +2,7 @@
 // Both read the same cache rows with the same tiling, so outputs must match bit for bit.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -99,6 +100,117 @@ TEST(KvCache, Float32MatchesStatelessOp) { run_steps(DType::kFloat32, false); }
 TEST(KvCache, Float32RotaryMatchesStatelessOp) { run_steps(DType::kFloat32, true); }
 TEST(KvCache, Int8MatchesStatelessOp) { run_steps(DType::kInt8, true); }
 TEST(KvCache, Int4MatchesStatelessOp) { run_steps(DType::kUInt8, false); }
+
+// The tokens [first, first + count) of a fixed random sequence, as one step's query/key/value (so that two caches
+// can be fed the same tokens), with int8 per-tensor scales and rotary.
+struct TokenStep {
+  static constexpr int64_t N = 4, Nk = 2, H = 32;
+  std::vector<float> q, k, v, cos, sin, scale{0.02f};
+  TensorView qv, kv, vv, cos_view, sin_view, scale_view;
+  GqaInputs in;
+  GqaAttributes attrs;
+  TokenStep(int64_t first, int64_t count, bool quantized) {
+    const auto fill = [&](std::vector<float>* x, int64_t width, int salt) {
+      x->resize(static_cast<size_t>(count * width));
+      for (int64_t t = 0; t < count; ++t)
+        for (int64_t i = 0; i < width; ++i)
+          (*x)[static_cast<size_t>(t * width + i)] = std::sin(0.37f * static_cast<float>((first + t) * width + i) + salt);
+    };
+    fill(&q, N * H, 1);
+    fill(&k, Nk * H, 2);
+    fill(&v, Nk * H, 3);
+    cos.resize(64 * H / 2);
+    sin.resize(64 * H / 2);
+    for (size_t i = 0; i < cos.size(); ++i) cos[i] = std::cos(0.01f * i), sin[i] = std::sin(0.01f * i);
+    qv = {DType::kFloat32, {1, count, N * H}, q.data()};
+    kv = {DType::kFloat32, {1, count, Nk * H}, k.data()};
+    vv = {DType::kFloat32, {1, count, Nk * H}, v.data()};
+    cos_view = {DType::kFloat32, {64, H / 2}, cos.data()};
+    sin_view = {DType::kFloat32, {64, H / 2}, sin.data()};
+    scale_view = {DType::kFloat32, {1}, scale.data()};
+    in.query = &qv;
+    in.key = &kv;
+    in.value = &vv;
+    in.cos_cache = &cos_view;
+    in.sin_cache = &sin_view;
+    attrs.num_heads = N;
+    attrs.kv_num_heads = Nk;
+    attrs.do_rotary = 1;
+    if (quantized) {
+      in.k_scale = in.v_scale = &scale_view;
+      attrs.k_quant_type = attrs.v_quant_type = "PER_TENSOR";
+      attrs.kv_cache_bit_width = 8;
+    }
+  }
+};
+
+Tensor step_tokens(GqaKvCache* cache, int64_t first, int64_t count, bool quantized) {
+  TokenStep step(first, count, quantized);
+  Tensor out;
+  Status st = cache->step(step.in, step.attrs, &out);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return out;
+}
+
+// A prefix read out of one cache and loaded into another (in full, or its first rows), and a cache truncated back
+// to that prefix, continue exactly as a cache that saw only the prefix's tokens: same rows, same bits.
+void check_prefix_reuse(DType dtype) {
+  const bool quantized = dtype == DType::kInt8;
+  const int64_t Nk = TokenStep::Nk, H = TokenStep::H;
+  GqaKvCache full, fresh;
+  ASSERT_TRUE(full.init({1, Nk, H, 16, dtype}).ok());
+  ASSERT_TRUE(fresh.init({1, Nk, H, 16, dtype}).ok());
+  step_tokens(&full, 0, 6, quantized);
+  step_tokens(&fresh, 0, 4, quantized);  // the 4-token prefix alone
+  Tensor key, value;
+  ASSERT_TRUE(full.read(&key, &value).ok());
+  EXPECT_EQ(key.shape, (Shape{1, Nk, 6, H}));
+
+  GqaKvCache loaded, prefix;
+  ASSERT_TRUE(loaded.init({1, Nk, H, 32, dtype}).ok());  // another capacity: another row stride
+  ASSERT_TRUE(prefix.init({1, Nk, H, 8, dtype}).ok());
+  ASSERT_TRUE(loaded.load(key.view(), value.view()).ok());
+  ASSERT_TRUE(prefix.load(key.view(), value.view(), 4).ok());
+  EXPECT_EQ(loaded.length(), 6);
+  EXPECT_EQ(prefix.length(), 4);
+  Tensor again_key, again_value;
+  ASSERT_TRUE(loaded.read(&again_key, &again_value).ok());
+  EXPECT_EQ(again_key.storage, key.storage);
+  EXPECT_EQ(again_value.storage, value.storage);
+
+  const Tensor want6 = step_tokens(&full, 6, 1, quantized);
+  EXPECT_EQ(step_tokens(&loaded, 6, 1, quantized).storage, want6.storage);
+  ASSERT_TRUE(full.truncate(4).ok());
+  const Tensor want4 = step_tokens(&fresh, 100, 2, quantized);  // a different continuation of the prefix
+  EXPECT_EQ(step_tokens(&prefix, 100, 2, quantized).storage, want4.storage);
+  EXPECT_EQ(step_tokens(&full, 100, 2, quantized).storage, want4.storage);
+  EXPECT_EQ(full.length(), 6);
+}
+
+TEST(KvCache, Float32PrefixLoadReadTruncate) { check_prefix_reuse(DType::kFloat32); }
+TEST(KvCache, Int8PrefixLoadReadTruncate) { check_prefix_reuse(DType::kInt8); }
+
+TEST(KvCache, LoadAndTruncateRefuseWhatDoesNotFit) {
+  GqaKvCache cache;
+  ASSERT_TRUE(cache.init({1, 2, 8, 4, DType::kFloat32}).ok());
+  std::vector<float> rows(2 * 6 * 8, 0.25f);
+  std::vector<int8_t> bytes(2 * 3 * 8, 1);
+  const TensorView six{DType::kFloat32, {1, 2, 6, 8}, rows.data()}, three{DType::kFloat32, {1, 2, 3, 8}, rows.data()};
+  const TensorView wrong_heads{DType::kFloat32, {1, 1, 3, 8}, rows.data()};
+  const TensorView int8_rows{DType::kInt8, {1, 2, 3, 8}, bytes.data()};
+  const auto message = [](const Status& st) { return st.message(); };
+  EXPECT_NE(message(cache.load(six, six)).find("exceed the capacity 4"), std::string::npos);
+  EXPECT_NE(message(cache.load(three, three, 5)).find("cannot load 5 tokens from a past of 3"), std::string::npos);
+  EXPECT_NE(message(cache.load(wrong_heads, wrong_heads)).find("is not (1, 2, tokens, 8)"), std::string::npos);
+  EXPECT_NE(message(cache.load(int8_rows, int8_rows)).find("int8 is not the cache's float32"), std::string::npos);
+  EXPECT_NE(message(cache.load(three, six, 2)).find("past_value: 6 tokens where past_key holds 3"), std::string::npos);
+  EXPECT_EQ(cache.length(), 0);  // refused loads leave it as it was
+  ASSERT_TRUE(cache.load(six, six, 3).ok());
+  EXPECT_NE(message(cache.truncate(4)).find("cannot truncate to 4 tokens: it holds 3"), std::string::npos);
+  EXPECT_FALSE(cache.truncate(-1).ok());
+  ASSERT_TRUE(cache.truncate(0).ok());
+  EXPECT_EQ(cache.length(), 0);
+}
 
 TEST(KvCache, RejectsOverflowAndMisuse) {
   GqaKvCache cache;

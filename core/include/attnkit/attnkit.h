@@ -93,6 +93,14 @@ int attnkit_kv_cache_step(attnkit_kv_cache* cache, const char* attrs_json, const
                           int n_inputs, int threads, const char* path, attnkit_result** result);
 int attnkit_kv_cache_length(const attnkit_kv_cache* cache);
 void attnkit_kv_cache_clear(attnkit_kv_cache* cache);
+/* The cached tokens themselves (attnkit/kv_cache.h), codes as attnkit_run: truncate keeps the first `length`;
+ * load replaces them with the first `length` rows (-1: all) of inputs "past_key" and "past_value", tensors of the
+ * cache dtype in the present layout (batch, kv_heads, tokens, row); read's result holds "present_key" and
+ * "present_value" in that layout, length tokens each. */
+int attnkit_kv_cache_truncate(attnkit_kv_cache* cache, int length, attnkit_result** result);
+int attnkit_kv_cache_load(attnkit_kv_cache* cache, const attnkit_tensor* inputs, int n_inputs, int length,
+                          attnkit_result** result);
+int attnkit_kv_cache_read(const attnkit_kv_cache* cache, attnkit_result** result);
 void attnkit_kv_cache_free(attnkit_kv_cache* cache);
 
 #ifdef __cplusplus

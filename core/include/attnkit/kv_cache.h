@@ -35,8 +35,20 @@ class GqaKvCache {
   TensorView value() const { return value_.view(); }
   // Forgets the cached tokens (the memory is kept).
   void clear() { length_ = 0; }
+  // Forgets the tokens after the first `length` (a rejected speculative draft, a regenerated reply); the next
+  // step continues from there, with the numbers of a cache that never held them.
+  Status truncate(int64_t length);
+  // Replaces the cached tokens with the first `length` rows of key and value, in the present layout (batch,
+  // kv_heads, P, row) of the cache dtype: an ORT present_key/present_value or read()'s tensors, such as a
+  // shared prompt prefix computed once, or a saved conversation. length < 0 takes all P rows. Quantized rows
+  // must be continued with the scales that wrote them.
+  Status load(const TensorView& key, const TensorView& value, int64_t length = -1);
+  // Copies the cached tokens out in that layout, (batch, kv_heads, length(), row).
+  Status read(Tensor* key, Tensor* value) const;
 
  private:
+  int64_t row_bytes() const { return static_cast<int64_t>(dtype_size(config_.cache_dtype)) * key_.shape[3]; }
+
   KvCacheConfig config_;
   Tensor key_, value_;
   int64_t length_ = 0;

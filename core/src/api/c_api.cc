@@ -225,6 +225,43 @@ void attnkit_kv_cache_clear(attnkit_kv_cache* cache) {
   if (cache) cache->cache.clear();
 }
 
+int attnkit_kv_cache_truncate(attnkit_kv_cache* cache, int length, attnkit_result** result) {
+  return guarded(result, [&](attnkit_result* r) {
+    if (!cache) return fail(r, ATTNKIT_INVALID, "kv cache: is null");
+    Status st = cache->cache.truncate(length);
+    return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
+  });
+}
+
+int attnkit_kv_cache_load(attnkit_kv_cache* cache, const attnkit_tensor* inputs, int n_inputs, int length,
+                          attnkit_result** result) {
+  return guarded(result, [&](attnkit_result* r) {
+    if (!cache) return fail(r, ATTNKIT_INVALID, "kv cache: is null");
+    attnkit::InputMap views;
+    Status st = bind_c_inputs(inputs, n_inputs, &views);
+    for (const auto& entry : views)
+      if (st.ok() && entry.first != "past_key" && entry.first != "past_value")
+        st = Status::Error("kv cache: load takes past_key and past_value, not " + entry.first);
+    const auto key = views.find("past_key"), value = views.find("past_value");
+    if (st.ok() && (key == views.end() || value == views.end()))
+      st = Status::Error("kv cache: load needs both past_key and past_value");
+    if (st.ok()) st = cache->cache.load(key->second, value->second, length);
+    return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
+  });
+}
+
+int attnkit_kv_cache_read(const attnkit_kv_cache* cache, attnkit_result** result) {
+  return guarded(result, [&](attnkit_result* r) {
+    if (!cache) return fail(r, ATTNKIT_INVALID, "kv cache: is null");
+    attnkit::Tensor key, value;
+    Status st = cache->cache.read(&key, &value);
+    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    r->outputs.emplace_back("present_key", std::move(key));
+    r->outputs.emplace_back("present_value", std::move(value));
+    return ATTNKIT_OK;
+  });
+}
+
 void attnkit_kv_cache_free(attnkit_kv_cache* cache) { delete cache; }
 
 int attnkit_result_count(const attnkit_result* r) { return r ? static_cast<int>(r->outputs.size()) : 0; }

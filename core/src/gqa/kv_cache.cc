@@ -2,6 +2,7 @@
 // The cache supplies past/seqlens/total itself, so a caller only passes the new tokens.
 #include "attnkit/kv_cache.h"
 
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -58,6 +59,76 @@ Status GqaKvCache::step(const GqaInputs& inputs, const GqaAttributes& attrs, Ten
   ATTNKIT_RETURN_IF_ERROR(group_query_attention_in_place(full, attrs, GqaRequest(), &outputs, options));
   *output = std::move(outputs.output);
   length_ = total;
+  return Status::Ok();
+}
+
+namespace {
+
+// Copies the first `rows` rows of every (batch, kv head) between layouts of `from_rows` and `to_rows` rows a head.
+void copy_head_rows(const uint8_t* from, int64_t from_rows, uint8_t* to, int64_t to_rows, int64_t heads,
+                    int64_t rows, int64_t row_bytes) {
+  if (rows == 0) return;  // the source may be an empty tensor without data
+  for (int64_t h = 0; h < heads; ++h)
+    std::memcpy(to + h * to_rows * row_bytes, from + h * from_rows * row_bytes, static_cast<size_t>(rows * row_bytes));
+}
+
+}  // namespace
+
+Status GqaKvCache::truncate(int64_t length) {
+  if (length < 0 || length > length_)
+    return Status::Error("kv cache: cannot truncate to " + std::to_string(length) + " tokens: it holds " +
+                         std::to_string(length_));
+  length_ = length;
+  return Status::Ok();
+}
+
+Status GqaKvCache::load(const TensorView& key, const TensorView& value, int64_t length) {
+  if (key_.empty()) return Status::Error("kv cache: init() was not called");
+  const Shape& cache = key_.shape;
+  for (const TensorView* t : {&key, &value}) {
+    const char* name = t == &key ? "past_key" : "past_value";
+    if (t->dtype != config_.cache_dtype)
+      return Status::Error(std::string(name) + ": dtype " + dtype_name(t->dtype) + " is not the cache's " +
+                           dtype_name(config_.cache_dtype));
+    if (t->shape.size() != 4 || t->shape[0] != cache[0] || t->shape[1] != cache[1] || t->shape[3] != cache[3])
+      return Status::Error(std::string(name) + ": shape " + shape_to_string(t->shape) + " is not (" +
+                           std::to_string(cache[0]) + ", " + std::to_string(cache[1]) + ", tokens, " +
+                           std::to_string(cache[3]) + ")");
+    if (!t->data && t->elements() > 0) return Status::Error(std::string(name) + ": data is null");
+  }
+  if (key.shape[2] != value.shape[2])
+    return Status::Error("past_value: " + std::to_string(value.shape[2]) + " tokens where past_key holds " +
+                         std::to_string(key.shape[2]));
+  const int64_t rows = length < 0 ? key.shape[2] : length;
+  if (rows > key.shape[2])
+    return Status::Error("kv cache: cannot load " + std::to_string(rows) + " tokens from a past of " +
+                         std::to_string(key.shape[2]));
+  if (rows > config_.capacity)
+    return Status::Error("kv cache: " + std::to_string(rows) + " tokens exceed the capacity " +
+                         std::to_string(config_.capacity));
+  const int64_t heads = cache[0] * cache[1];
+  copy_head_rows(static_cast<const uint8_t*>(key.data), key.shape[2], key_.as<uint8_t>(), cache[2], heads, rows,
+                 row_bytes());
+  copy_head_rows(static_cast<const uint8_t*>(value.data), value.shape[2], value_.as<uint8_t>(), cache[2], heads,
+                 rows, row_bytes());
+  length_ = rows;
+  return Status::Ok();
+}
+
+Status GqaKvCache::read(Tensor* key, Tensor* value) const {
+  if (key_.empty()) return Status::Error("kv cache: init() was not called");
+  if (!key || !value) return Status::Error("kv cache: read() needs two output tensors");
+  const Shape& cache = key_.shape;
+  const Shape shape{cache[0], cache[1], length_, cache[3]};
+  try {
+    key->reset_uninitialized(config_.cache_dtype, shape);
+    value->reset_uninitialized(config_.cache_dtype, shape);
+  } catch (const std::bad_alloc&) {
+    return Status::Error("kv cache: out of memory copying " + shape_to_string(shape));
+  }
+  const int64_t heads = cache[0] * cache[1];
+  copy_head_rows(key_.as<uint8_t>(), cache[2], key->as<uint8_t>(), length_, heads, length_, row_bytes());
+  copy_head_rows(value_.as<uint8_t>(), cache[2], value->as<uint8_t>(), length_, heads, length_, row_bytes());
   return Status::Ok();
 }
 
