@@ -21,14 +21,18 @@ namespace attnkit {
   extern const SvGemmKernels kSvGemm_##isa;       \
   extern const KvQuantKernels kKvQuant_##isa;     \
   extern const SoftmaxKernels kSoftmax_##isa;     \
-  extern const RotaryKernels kRotary_##isa;       \
-  extern const GemmU8X8Kernels kGemmU8X8_##isa;
+  extern const RotaryKernels kRotary_##isa;
 ATTNKIT_DECLARE_ISA(scalar)
 ATTNKIT_DECLARE_ISA(avx2)
 ATTNKIT_DECLARE_ISA(avx512)
 ATTNKIT_DECLARE_ISA(neon)
 ATTNKIT_DECLARE_ISA(wasm128)
-// Variants beyond one file per ISA: VNNI kernels for the avx2/avx512 tables, sdot for the neon one.
+// gemm_u8x8 has no avx512 file (512-bit integer products need VNNI); VNNI kernels serve the avx2/avx512 tables
+// where the CPU has them, sdot the neon one.
+extern const GemmU8X8Kernels kGemmU8X8_scalar;
+extern const GemmU8X8Kernels kGemmU8X8_avx2;
+extern const GemmU8X8Kernels kGemmU8X8_neon;
+extern const GemmU8X8Kernels kGemmU8X8_wasm128;
 extern const GemmU8X8Kernels kGemmU8X8_avxvnni;
 extern const GemmU8X8Kernels kGemmU8X8_avx512vnni;
 extern const GemmU8X8Kernels kGemmU8X8_neon_dotprod;
@@ -120,29 +124,27 @@ void fill(KernelTable* t, const char* isa, const QkGemmKernels& qk, const SvGemm
   t->rotary = ro;
   t->gemm_u8x8 = gemm;
 }
-#define ATTNKIT_FILL(isa) \
-  fill(t.get(), #isa, kQkGemm_##isa, kSvGemm_##isa, kKvQuant_##isa, kSoftmax_##isa, kRotary_##isa, kGemmU8X8_##isa)
+#define ATTNKIT_FILL(isa, gemm) \
+  fill(t.get(), #isa, kQkGemm_##isa, kSvGemm_##isa, kKvQuant_##isa, kSoftmax_##isa, kRotary_##isa, gemm)
 
 std::unique_ptr<KernelTable> build_table(const std::string& isa) {
   auto t = std::make_unique<KernelTable>();
   const CpuFeatures& f = cpu();
   (void)f;
-  ATTNKIT_FILL(scalar);
+  ATTNKIT_FILL(scalar, kGemmU8X8_scalar);
   // Without a fused int16 multiply-accumulate that outruns fp32 FMA (VNNI, wasm's i32x4.dot), the limbs
   // cost twice the fp32 kernel's work at two query rows: AVX2, NEON, and AVX512 unless VNNI replaces
   // them below keep the fp32 conversion kernels for int8/int4.
   t->quantized_qk = isa == "scalar" || isa == "wasm128" ? "exact-int16-limbs" : "fp32-conversion";
 #if defined(ATTNKIT_HAVE_QK_GEMM_AVX2)
   if (isa == "avx2") {
-    ATTNKIT_FILL(avx2);
-    if (f.avxvnni) t->gemm_u8x8 = kGemmU8X8_avxvnni;
+    ATTNKIT_FILL(avx2, f.avxvnni ? kGemmU8X8_avxvnni : kGemmU8X8_avx2);
   }
 #endif
 #if defined(ATTNKIT_HAVE_QK_GEMM_AVX512)
   if (isa == "avx512") {
-    ATTNKIT_FILL(avx512);
     // No 512-bit integer GEMM without VNNI: the AVX2 one (or AVX-VNNI) serves the avx512 table then.
-    t->gemm_u8x8 = f.avxvnni ? kGemmU8X8_avxvnni : kGemmU8X8_avx2;
+    ATTNKIT_FILL(avx512, f.avxvnni ? kGemmU8X8_avxvnni : kGemmU8X8_avx2);
     if (f.avx512vnni) {
       t->gemm_u8x8 = kGemmU8X8_avx512vnni;
       // The exact integer limb QK (limb_query.h), bit-identical to scalar and wasm.
@@ -156,16 +158,15 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
 #endif
 #if defined(ATTNKIT_HAVE_QK_GEMM_NEON)
   if (isa == "neon") {
-    ATTNKIT_FILL(neon);
 #if defined(__aarch64__)
-    if (f.dotprod) t->gemm_u8x8 = kGemmU8X8_neon_dotprod;
+    ATTNKIT_FILL(neon, f.dotprod ? kGemmU8X8_neon_dotprod : kGemmU8X8_neon);
 #else
-    t->gemm_u8x8 = kGemmU8X8_neon_dotprod;  // SIMDe emulates sdot on any host
+    ATTNKIT_FILL(neon, kGemmU8X8_neon_dotprod);  // SIMDe emulates sdot on any host
 #endif
   }
 #endif
 #if defined(ATTNKIT_HAVE_QK_GEMM_WASM128)
-  if (isa == "wasm128") ATTNKIT_FILL(wasm128);
+  if (isa == "wasm128") ATTNKIT_FILL(wasm128, kGemmU8X8_wasm128);
 #endif
   return t;
 }

@@ -164,11 +164,13 @@ __attribute__((noinline)) void lane_rows(size_t N, size_t H, const LaneQuery& q,
 template <bool kS4>
 inline void pack_lane_digits(const int16_t* hi, const int16_t* lo, size_t H, int i, int mb, int32_t* digits) {
   alignas(64) int8_t d[4][kLimbMaxH + 32];
+  // Unaligned stores: rows after d[0] start 24 bytes off a 32-byte boundary. Optimized builds fold the narrowing
+  // into vpmovwb's store, which takes any address; an -O0 build's vmovdqa faulted on them.
   const auto split = [](__m512i limb, int8_t* a, int8_t* b, size_t e) {
     const __m512i low = _mm512_srai_epi16(_mm512_slli_epi16(limb, 8), 8);  // the low byte, signed
     const __m512i high = _mm512_srai_epi16(_mm512_sub_epi16(limb, low), 8);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(a + e), _mm512_cvtepi16_epi8(high));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(b + e), _mm512_cvtepi16_epi8(low));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + e), _mm512_cvtepi16_epi8(high));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(b + e), _mm512_cvtepi16_epi8(low));
   };
   for (size_t e = 0; e < H; e += 32) {
     const __mmask32 m = H - e >= 32 ? ~__mmask32{0} : (__mmask32{1} << (H - e)) - 1;

@@ -79,7 +79,7 @@ void Tensor::reset_uninitialized(DType new_dtype, Shape new_shape) {
 
 void Tensor::reset(DType new_dtype, Shape new_shape) {
   reset_uninitialized(new_dtype, std::move(new_shape));
-  std::memset(storage.data(), 0, storage.size());
+  if (!storage.empty()) std::memset(storage.data(), 0, storage.size());  // memset(nullptr, 0, 0) is undefined
 }
 
 namespace detail {
