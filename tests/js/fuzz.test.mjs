@@ -1,8 +1,8 @@
 // attnkit: seeded differential fuzzing (node:test). Random valid GroupQueryAttention and QAttention cases (feature
 // combinations the hand-written corpus does not enumerate: caches of 1-6000 rows, 1-7 query heads per KV head, head
 // sizes 8-256, rotary, window, softcap, bias, sinks, every mask spelling, quantized caches, packed QKV) run on attnkit
-// native with every ISA the CLI offers and both paths, and on the threaded wasm build through the package, against the
-// fp64 reference and onnxruntime-node 1.30.
+// native with every ISA the CLI offers and both paths, and on the threaded wasm build through the package (and, where a
+// case continues its whole past, through a KvCache), against the fp64 reference and onnxruntime-node 1.30.
 // Deterministic: FUZZ_SEED (default 1) and FUZZ_CASES (default 24 per op) pick the cases; a failure prints the
 // case as JSON, ready to become a corpus file.
 import assert from 'node:assert/strict';
@@ -174,6 +174,28 @@ function blankPaddingRows(c, ...results) {
   }
 }
 
+// A GroupQueryAttention case that continues its whole past (every seqlens_k = P + S - 1) replays through a KvCache: the
+// past load()ed, then one step with the new tokens must give the stateless call's output bit for bit (both attend in
+// place over the same rows with the same tiling). This puts every feature the fuzzer mixes through the cache API.
+function replayThroughKvCache(c, expected) {
+  if (c.op !== 'GroupQueryAttention') return;
+  const { inputs, attrs } = attnkit.prepareCase(c);
+  const { past_key: pastKey, past_value: pastValue, seqlens_k: seqlens, total_sequence_length: total, ...fresh } = inputs;
+  if (!pastKey) return;
+  const [B, Nk, P, row] = pastKey.shape, S = inputs.query.shape[1];
+  if (!Array.from(seqlens.data).every((x) => x === P + S - 1) || total.data[0] !== P + S) return;
+  const bits = attrs.kv_cache_bit_width ?? 0;
+  const cache = attnkit.createKvCache({ batch: B, kvHeads: Nk, headSize: bits === 4 ? 2 * row : row, capacity: P + S,
+    dtype: pastKey.dtype });
+  try {
+    cache.load({ past_key: pastKey, past_value: pastValue });
+    const { output } = cache.step(fresh, attrs);
+    assert.deepEqual(output.data, expected.output.data, 'a KvCache step after load() differs from the stateless call');
+  } finally {
+    cache.dispose();
+  }
+}
+
 function cliVariants() {
   const variants = [{ path: 'naive' }, { path: 'flash', threads: 2 }];
   if (!cliAvailable()) return variants;
@@ -215,5 +237,6 @@ for (const { c, tolerance } of cases) {
     const wasm = await attnkit.runCase(c);
     const vsRef = compareOutputs(c, wasm.outputs, ref.outputs, tolerance(c));
     assert.ok(vsRef.ok, `attnkit wasm vs reference:\n${describeFailures(vsRef)}${replay}`);
+    replayThroughKvCache(c, wasm.outputs);
   });
 }
