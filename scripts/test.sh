@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # attnkit: `npm test` — installs what is missing, builds, then runs every suite:
-#   GoogleTest natively (every ISA this CPU runs or SIMDe emulates), cross-built for aarch64 under qemu (real NEON),
-#   and built for wasm under Node through ctest (threaded and single-thread); a program built against the installed
-#   C++ package; node:test over tests/js (the case corpus against the reference and onnxruntime-node, the JS package
-#   on both wasm builds); and the browser suite in headless Chromium. Every suite runs even if an earlier one fails; the last line sums them up.
+#   GoogleTest natively (every ISA this CPU runs or SIMDe emulates); a program built against the installed C++
+#   package and, unoptimized, through add_subdirectory; GoogleTest cross-built for aarch64 under qemu (real NEON) and
+#   built for wasm under Node through ctest (threaded and single-thread); node:test over tests/js (the case corpus
+#   against the reference and onnxruntime-node, the JS package on both wasm builds); and the browser suite in
+#   headless Chromium. Every suite runs even if an earlier one fails; the last line sums them up.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

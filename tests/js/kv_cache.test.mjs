@@ -1,9 +1,8 @@
 // attnkit JS package (node:test): the KV cache that lives in wasm memory, on both builds. Each step must give
 // the stateless op's output bit for bit when that op is handed the previous step's present as its past
 // (both read the same cache rows with the same tiling), for float and quantized caches, with rotary; and so must a
-// cache whose tokens were read out, loaded or truncated. Stateless
-// steps that continue their past run in ORT's shared-buffer form inside the package; they must give the
-// ordinary form's bits.
+// cache whose tokens were read out, loaded or truncated. Stateless steps that continue their past run in ORT's
+// shared-buffer form inside the package; they must give the ordinary form's bits.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
@@ -213,7 +212,7 @@ test('kv cache misuse is an AttnkitError naming the rule', async () => {
   const x = { data: new Float32Array(3 * 8), shape: [1, 3, 8] };
   assert.throws(() => cache.step({ query: x, key: x, value: x }, { num_heads: 1, kv_num_heads: 1 }), (e) =>
     e instanceof AttnkitError && e.message.includes('exceed the capacity'));
-  const rows = (tokens, Array = Float32Array) => ({ data: new Array(tokens * 8), shape: [1, 1, tokens, 8] });
+  const rows = (tokens, ArrayType = Float32Array) => ({ data: new ArrayType(tokens * 8), shape: [1, 1, tokens, 8] });
   const refused = (call, text) => assert.throws(call, (e) => e instanceof AttnkitError && e.message.includes(text));
   refused(() => cache.load({ past_key: rows(3), past_value: rows(3) }), '3 tokens exceed the capacity 2');
   refused(() => cache.load({ past_key: rows(2, Int8Array), past_value: rows(2, Int8Array) }), 'int8 is not the cache');
