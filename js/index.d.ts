@@ -128,12 +128,15 @@ export interface KvCacheConfig {
 
 /** A GroupQueryAttention KV cache in wasm memory that grows in place (no copy of the cache per step). */
 export class KvCache {
+  /** Most tokens the cache holds now (reserve() grows it). */
   readonly capacity: number;
   /** Tokens cached so far. */
   readonly length: number;
   /** New tokens only: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length. */
   step(inputs: Inputs, attrs: Attributes, options?: { threads?: number; path?: 'auto' | 'naive' | 'flash'; into?: { output: TensorData } }): { output: Tensor };
   clear(): void;
+  /** Grows the capacity to `capacity` tokens, keeping the cached ones. */
+  reserve(capacity: number): void;
   /** Keeps the first `length` tokens (a rejected speculative draft, a regenerated reply). */
   truncate(length: number): void;
   /** Replaces the cached tokens with past tensors in the present layout (batch, kvHeads, tokens, row) of the cache

@@ -4,7 +4,8 @@
 import { AttnkitError } from './errors.js';
 import { availableCores, BUILDS, detectBuild, loadModule, terminateWorkers } from './loader.js';
 import {
-  createKvCache as newCacheHandle, heapBuffer, loadKvCache, readKvCache, runOperator, stepKvCache, truncateKvCache,
+  createKvCache as newCacheHandle, heapBuffer, loadKvCache, readKvCache, reserveKvCache, runOperator, stepKvCache,
+  truncateKvCache,
 } from './marshal.js';
 import { CaseError, materializeTensor, normalizeCase } from './case.js';
 
@@ -163,6 +164,13 @@ export class KvCache {
 
   clear() {
     this.#alive().Module._attnkit_kv_cache_clear(this.#handle);
+  }
+
+  // Grows the capacity to `capacity` tokens, keeping the cached ones (a conversation that outgrows its first guess,
+  // without the model's whole context allocated up front); a capacity not above the current one changes nothing.
+  reserve(capacity) {
+    reserveKvCache(this.#alive().Module, this.#handle, capacity);
+    this.capacity = Math.max(this.capacity, capacity);
   }
 
   // Keeps the first `length` tokens: a rejected speculative draft or a regenerated reply is dropped, and the next

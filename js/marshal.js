@@ -327,7 +327,7 @@ export function stepKvCache(Module, cache, inputs, attrs, options = {}) {
 }
 
 // A KV cache's tokens themselves: load replaces them with past_key/past_value (the present layout), read copies
-// them out as { present_key, present_value }, truncate keeps the first `length`.
+// them out as { present_key, present_value }, truncate keeps the first `length`; reserve grows the capacity.
 function cacheLength(length, what) {
   if (!Number.isInteger(length) || length < 0 || length > 0x7fffffff) {
     throw new AttnkitError(`kv cache: ${what} must be a non-negative integer`);
@@ -342,7 +342,13 @@ export function loadKvCache(Module, cache, inputs, length) {
 }
 
 export function readKvCache(Module, cache, into) {
-  return callPacked(Module, 'kv cache', {}, {}, { into }, (args) => Module._attnkit_kv_cache_read(cache, args.resultSlot));
+  return callPacked(Module, 'kv cache', {}, {}, { into }, (args) =>
+    Module._attnkit_kv_cache_read(cache, args.resultSlot));
+}
+
+export function reserveKvCache(Module, cache, capacity) {
+  const rows = cacheLength(capacity, 'capacity');
+  callPacked(Module, 'kv cache', {}, {}, {}, (args) => Module._attnkit_kv_cache_reserve(cache, rows, args.resultSlot));
 }
 
 export function truncateKvCache(Module, cache, length) {

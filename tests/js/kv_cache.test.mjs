@@ -155,9 +155,10 @@ function promptTokens(S, extra) {
   return { query: take(full.query, N * H), key: take(full.key, Nk * H), value: take(full.value, Nk * H), ...extra };
 }
 
-// A cache's tokens move: read() out of one cache and load()ed into another (its first rows only), an ORT-layout present
-// of the stateless op loaded, and a cache truncated back to the prefix all continue with the bits of the stateless op
-// continuing that prefix: a shared prompt computed once, a saved conversation, a rejected draft.
+// A cache's tokens move: read() out of one cache and load()ed into another (its first rows only, then grown by
+// reserve()), an ORT-layout present of the stateless op loaded, and a cache truncated back to the prefix all continue
+// with the bits of the stateless op continuing that prefix: a shared prompt computed once, a saved conversation, a
+// rejected draft.
 async function checkPrefixReuse(build, cacheDtype, attrs, extra) {
   const inst = await createInstance({ build, threads: 2 });
   instances.push(inst);
@@ -173,12 +174,15 @@ async function checkPrefixReuse(build, cacheDtype, attrs, extra) {
     past_value: { data: new saved.present_key.data.constructor(0), shape: [1, Nk, 0, columns] },
   };
   const stateless = inst.groupQueryAttention({ ...promptTokens(4, extra), ...emptyPast,
-    seqlens_k: { data: new Int32Array([3]), shape: [1] }, total_sequence_length: { data: new Int32Array([4]), shape: [1] },
+    seqlens_k: { data: new Int32Array([3]), shape: [1] },
+    total_sequence_length: { data: new Int32Array([4]), shape: [1] },
   }, attrs);
   const imported = inst.createKvCache({ kvHeads: Nk, headSize: H, capacity: 12, dtype: cacheDtype });
   imported.load({ past_key: stateless.present_key, past_value: stateless.present_value });
-  const reloaded = inst.createKvCache({ kvHeads: Nk, headSize: H, capacity: 8, dtype: cacheDtype });
+  const reloaded = inst.createKvCache({ kvHeads: Nk, headSize: H, capacity: 4, dtype: cacheDtype });
   reloaded.load({ past_key: saved.present_key, past_value: saved.present_value }, { length: 4 });
+  reloaded.reserve(8);  // room for the next token, the four kept
+  assert.equal(reloaded.capacity, 8);
   full.truncate(4);
   for (const cache of [imported, reloaded, full]) assert.equal(cache.length, 4);
   assert.deepEqual(reloaded.read().present_key.data, stateless.present_key.data);
@@ -186,7 +190,8 @@ async function checkPrefixReuse(build, cacheDtype, attrs, extra) {
   const next = { query: random('float32', [1, 1, N * H], 411), key: random('float32', [1, 1, Nk * H], 412),
     value: random('float32', [1, 1, Nk * H], 413), ...extra };
   const want = inst.groupQueryAttention({ ...next, past_key: stateless.present_key, past_value: stateless.present_value,
-    seqlens_k: { data: new Int32Array([4]), shape: [1] }, total_sequence_length: { data: new Int32Array([5]), shape: [1] },
+    seqlens_k: { data: new Int32Array([4]), shape: [1] },
+    total_sequence_length: { data: new Int32Array([5]), shape: [1] },
   }, attrs);
   for (const [name, cache] of Object.entries({ imported, reloaded, full })) {
     assert.deepEqual(cache.step(next, attrs).output.data, want.output.data, `${build} ${cacheDtype} ${name}`);
@@ -222,6 +227,10 @@ test('kv cache misuse is an AttnkitError naming the rule', async () => {
   assert.equal(cache.length, 1);
   refused(() => cache.truncate(2), 'cannot truncate to 2 tokens: it holds 1');
   refused(() => cache.truncate(-1), 'truncate length must be a non-negative integer');
+  refused(() => cache.reserve(2 ** 31), 'capacity must be');
+  refused(() => cache.reserve(2 ** 30), 'larger than 16 GiB');
+  cache.reserve(1);
+  assert.equal(cache.capacity, 2);
   cache.dispose();
   assert.throws(() => cache.step({}, {}), (e) => e instanceof AttnkitError && e.message.includes('disposed'));
   refused(() => cache.read(), 'disposed');

@@ -287,7 +287,8 @@ TEST(CApi, KvCacheStepsMatchTheCppCache) {
 }
 
 // read hands out the cached tokens as present tensors, load puts them into another cache (whose next step then
-// gives the first cache's bits), truncate drops tokens; misuse is code 2 with a message naming the rule.
+// gives the first cache's bits), reserve grows a cache, truncate drops tokens; misuse is code 2 with a message
+// naming the rule.
 TEST(CApi, KvCacheReadLoadTruncate) {
   const char* attrs_json = "{\"num_heads\": 4, \"kv_num_heads\": 2}";
   SmallGqa g;
@@ -334,10 +335,14 @@ TEST(CApi, KvCacheReadLoadTruncate) {
                                      {"past_value", ATTNKIT_FLOAT32, 4, big, rows.data()}};
   EXPECT_EQ(attnkit_kv_cache_load(second, six.data(), 2, -1, &over_capacity.r), ATTNKIT_INVALID);
   EXPECT_NE(std::string(attnkit_result_error(over_capacity.r)).find("capacity 5"), std::string::npos);
+  ResultGuard grown, loaded_six;
+  ASSERT_EQ(attnkit_kv_cache_reserve(second, 6, &grown.r), ATTNKIT_OK);
+  ASSERT_EQ(attnkit_kv_cache_load(second, six.data(), 2, -1, &loaded_six.r), ATTNKIT_OK);
+  EXPECT_EQ(attnkit_kv_cache_length(second), 6);
   six[1].name = "value";
   EXPECT_EQ(attnkit_kv_cache_load(second, six.data(), 2, 2, &stranger.r), ATTNKIT_INVALID);
   EXPECT_NE(std::string(attnkit_result_error(stranger.r)).find("not value"), std::string::npos);
-  EXPECT_EQ(attnkit_kv_cache_length(second), 4);
+  EXPECT_EQ(attnkit_kv_cache_length(second), 6);
   attnkit_kv_cache_free(first);
   attnkit_kv_cache_free(second);
 }

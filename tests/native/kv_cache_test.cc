@@ -114,7 +114,8 @@ struct TokenStep {
       x->resize(static_cast<size_t>(count * width));
       for (int64_t t = 0; t < count; ++t)
         for (int64_t i = 0; i < width; ++i)
-          (*x)[static_cast<size_t>(t * width + i)] = std::sin(0.37f * static_cast<float>((first + t) * width + i) + salt);
+          (*x)[static_cast<size_t>(t * width + i)] =
+              std::sin(0.37f * static_cast<float>((first + t) * width + i) + salt);
     };
     fill(&q, N * H, 1);
     fill(&k, Nk * H, 2);
@@ -150,6 +151,13 @@ Tensor step_tokens(GqaKvCache* cache, int64_t first, int64_t count, bool quantiz
   Status st = cache->step(step.in, step.attrs, &out);
   EXPECT_TRUE(st.ok()) << st.message();
   return out;
+}
+
+// The message of one more token's step ("" when it ran).
+std::string step_tokens_status(GqaKvCache* cache, int64_t first) {
+  TokenStep step(first, 1, true);
+  Tensor out;
+  return cache->step(step.in, step.attrs, &out).message();
 }
 
 // A prefix read out of one cache and loaded into another (in full, or its first rows), and a cache truncated back
@@ -189,6 +197,25 @@ void check_prefix_reuse(DType dtype) {
 
 TEST(KvCache, Float32PrefixLoadReadTruncate) { check_prefix_reuse(DType::kFloat32); }
 TEST(KvCache, Int8PrefixLoadReadTruncate) { check_prefix_reuse(DType::kInt8); }
+
+// A cache grown by reserve() keeps its tokens and continues with the bits of one allocated large from the start.
+TEST(KvCache, ReserveKeepsTokensAndBits) {
+  const int64_t Nk = TokenStep::Nk, H = TokenStep::H;
+  GqaKvCache small, large;
+  ASSERT_TRUE(small.init({1, Nk, H, 6, DType::kInt8}).ok());
+  ASSERT_TRUE(large.init({1, Nk, H, 16, DType::kInt8}).ok());
+  step_tokens(&small, 0, 6, true);
+  step_tokens(&large, 0, 6, true);
+  EXPECT_NE(step_tokens_status(&small, 6), "");  // full
+  ASSERT_TRUE(small.reserve(4).ok());           // not above the capacity: nothing changes
+  EXPECT_EQ(small.capacity(), 6);
+  EXPECT_FALSE(small.reserve(int64_t{1} << 40).ok());  // refused, and the cache still works
+  ASSERT_TRUE(small.reserve(9).ok());
+  EXPECT_EQ(small.capacity(), 9);
+  EXPECT_EQ(small.length(), 6);
+  for (int64_t t = 6; t < 9; ++t)
+    EXPECT_EQ(step_tokens(&small, t, 1, true).storage, step_tokens(&large, t, 1, true).storage);
+}
 
 TEST(KvCache, LoadAndTruncateRefuseWhatDoesNotFit) {
   GqaKvCache cache;

@@ -128,7 +128,8 @@ int main() {
     }
     if (!(worst <= 2e-5f * peak)) return std::fprintf(stderr, "%s: QAttention %g from scalar's\n", isa, worst), 1;
   }
-  std::printf("attnkit package consumer: %d ISA x cache combinations decode as the stateless op does, QAttention agrees; %s\n", checked,
+  std::printf("attnkit package consumer: %d ISA x cache combinations decode as the stateless op does, "
+              "QAttention agrees; %s\n", checked,
               attnkit_info_json());
   return checked > 0 ? 0 : 1;
 }

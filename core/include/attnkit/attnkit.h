@@ -93,6 +93,8 @@ int attnkit_kv_cache_step(attnkit_kv_cache* cache, const char* attrs_json, const
                           int n_inputs, int threads, const char* path, attnkit_result** result);
 int attnkit_kv_cache_length(const attnkit_kv_cache* cache);
 void attnkit_kv_cache_clear(attnkit_kv_cache* cache);
+/* Grows the capacity to `capacity` tokens, keeping the cached ones (attnkit/kv_cache.h); codes as attnkit_run. */
+int attnkit_kv_cache_reserve(attnkit_kv_cache* cache, int capacity, attnkit_result** result);
 /* The cached tokens themselves (attnkit/kv_cache.h), codes as attnkit_run: truncate keeps the first `length`;
  * load replaces them with the first `length` rows (-1: all) of inputs "past_key" and "past_value", tensors of the
  * cache dtype in the present layout (batch, kv_heads, tokens, row); read's result holds "present_key" and

@@ -35,6 +35,10 @@ class GqaKvCache {
   TensorView value() const { return value_.view(); }
   // Forgets the cached tokens (the memory is kept).
   void clear() { length_ = 0; }
+  // Grows the capacity to `capacity` tokens, keeping the cached ones: a conversation that outgrows the first
+  // guess, without allocating the model's whole context up front. A capacity not above the current one leaves
+  // the cache as it is. Steps continue with the same bits.
+  Status reserve(int64_t capacity);
   // Forgets the tokens after the first `length` (a rejected speculative draft, a regenerated reply); the next
   // step continues from there, with the numbers of a cache that never held them.
   Status truncate(int64_t length);

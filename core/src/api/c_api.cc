@@ -225,6 +225,14 @@ void attnkit_kv_cache_clear(attnkit_kv_cache* cache) {
   if (cache) cache->cache.clear();
 }
 
+int attnkit_kv_cache_reserve(attnkit_kv_cache* cache, int capacity, attnkit_result** result) {
+  return guarded(result, [&](attnkit_result* r) {
+    if (!cache) return fail(r, ATTNKIT_INVALID, "kv cache: is null");
+    Status st = cache->cache.reserve(capacity);
+    return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
+  });
+}
+
 int attnkit_kv_cache_truncate(attnkit_kv_cache* cache, int length, attnkit_result** result) {
   return guarded(result, [&](attnkit_result* r) {
     if (!cache) return fail(r, ATTNKIT_INVALID, "kv cache: is null");

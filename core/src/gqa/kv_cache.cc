@@ -8,6 +8,36 @@
 
 namespace attnkit {
 
+namespace {
+
+// Zeroed (batch, kv_heads, capacity, row) tensors for a cache, or an error naming the shape.
+Status allocate_cache(const KvCacheConfig& config, Tensor* key, Tensor* value) {
+  const DType d = config.cache_dtype;
+  const int64_t row = d == DType::kUInt8 ? (config.head_size + 1) / 2 : config.head_size;
+  const Shape shape{config.batch, config.kv_heads, config.capacity, row};
+  const int64_t elements = shape_elements(shape);
+  constexpr int64_t kMaxBytes = int64_t{1} << 34;
+  if (elements < 0 || elements > kMaxBytes / static_cast<int64_t>(dtype_size(d)))
+    return Status::Error("kv cache: " + shape_to_string(shape) + " is larger than 16 GiB");
+  try {
+    key->reset(d, shape);
+    value->reset(d, shape);
+  } catch (const std::bad_alloc&) {
+    return Status::Error("kv cache: out of memory allocating " + shape_to_string(shape));
+  }
+  return Status::Ok();
+}
+
+// Copies the first `rows` rows of every (batch, kv head) between layouts of `from_rows` and `to_rows` rows a head.
+void copy_head_rows(const uint8_t* from, int64_t from_rows, uint8_t* to, int64_t to_rows, int64_t heads,
+                    int64_t rows, int64_t row_bytes) {
+  if (rows == 0) return;  // the source may be an empty tensor without data
+  for (int64_t h = 0; h < heads; ++h)
+    std::memcpy(to + h * to_rows * row_bytes, from + h * from_rows * row_bytes, static_cast<size_t>(rows * row_bytes));
+}
+
+}  // namespace
+
 Status GqaKvCache::init(const KvCacheConfig& config) {
   const DType d = config.cache_dtype;
   if (config.batch <= 0 || config.kv_heads <= 0 || config.head_size <= 0 || config.capacity <= 0)
@@ -16,20 +46,28 @@ Status GqaKvCache::init(const KvCacheConfig& config) {
       d != DType::kUInt8)
     return Status::Error(std::string("kv cache: cache_dtype ") + dtype_name(d) +
                          " is not float32, float16, bfloat16, int8 or uint8 (int4)");
-  const int64_t row = d == DType::kUInt8 ? (config.head_size + 1) / 2 : config.head_size;
-  const Shape shape{config.batch, config.kv_heads, config.capacity, row};
-  const int64_t elements = shape_elements(shape);
-  constexpr int64_t kMaxBytes = int64_t{1} << 34;
-  if (elements < 0 || elements > kMaxBytes / static_cast<int64_t>(dtype_size(d)))
-    return Status::Error("kv cache: " + shape_to_string(shape) + " is larger than 16 GiB");
-  try {
-    key_.reset(d, shape);
-    value_.reset(d, shape);
-  } catch (const std::bad_alloc&) {
-    return Status::Error("kv cache: out of memory allocating " + shape_to_string(shape));
-  }
+  Tensor key, value;  // a refused init leaves the cache as it was
+  ATTNKIT_RETURN_IF_ERROR(allocate_cache(config, &key, &value));
+  key_ = std::move(key);
+  value_ = std::move(value);
   config_ = config;
   length_ = 0;
+  return Status::Ok();
+}
+
+Status GqaKvCache::reserve(int64_t capacity) {
+  if (key_.empty()) return Status::Error("kv cache: init() was not called");
+  if (capacity <= config_.capacity) return Status::Ok();
+  KvCacheConfig grown = config_;
+  grown.capacity = capacity;
+  Tensor key, value;
+  ATTNKIT_RETURN_IF_ERROR(allocate_cache(grown, &key, &value));
+  const int64_t heads = config_.batch * config_.kv_heads;
+  copy_head_rows(key_.as<uint8_t>(), config_.capacity, key.as<uint8_t>(), capacity, heads, length_, row_bytes());
+  copy_head_rows(value_.as<uint8_t>(), config_.capacity, value.as<uint8_t>(), capacity, heads, length_, row_bytes());
+  key_ = std::move(key);
+  value_ = std::move(value);
+  config_ = grown;
   return Status::Ok();
 }
 
@@ -61,18 +99,6 @@ Status GqaKvCache::step(const GqaInputs& inputs, const GqaAttributes& attrs, Ten
   length_ = total;
   return Status::Ok();
 }
-
-namespace {
-
-// Copies the first `rows` rows of every (batch, kv head) between layouts of `from_rows` and `to_rows` rows a head.
-void copy_head_rows(const uint8_t* from, int64_t from_rows, uint8_t* to, int64_t to_rows, int64_t heads,
-                    int64_t rows, int64_t row_bytes) {
-  if (rows == 0) return;  // the source may be an empty tensor without data
-  for (int64_t h = 0; h < heads; ++h)
-    std::memcpy(to + h * to_rows * row_bytes, from + h * from_rows * row_bytes, static_cast<size_t>(rows * row_bytes));
-}
-
-}  // namespace
 
 Status GqaKvCache::truncate(int64_t length) {
   if (length < 0 || length > length_)
