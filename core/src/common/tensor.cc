@@ -66,11 +66,12 @@ std::string shape_to_string(const Shape& shape) {
 }
 
 void Tensor::reset_uninitialized(DType new_dtype, Shape new_shape) {
-  // The byte count is checked in 64 bits: on wasm32 size_t would wrap and under-allocate.
+  // The byte count is checked in 64 bits: on wasm32 size_t would wrap and under-allocate. Beyond the vector's
+  // max_size (2 GiB on wasm32) resize() would throw length_error, which callers would report as an internal
+  // error rather than as memory they cannot have.
   const int64_t elements = shape_elements(new_shape);
   const uint64_t size = static_cast<uint64_t>(dtype_size(new_dtype));
-  if (elements < 0 || static_cast<uint64_t>(elements) > std::numeric_limits<size_t>::max() / size)
-    throw std::bad_alloc();
+  if (elements < 0 || static_cast<uint64_t>(elements) > storage.max_size() / size) throw std::bad_alloc();
   dtype = new_dtype;
   shape = std::move(new_shape);
   storage.clear();
