@@ -279,18 +279,24 @@ for (const build of BUILDS) {
     });
 
     test('an allocation beyond wasm32 is an AttnkitError and the module keeps working', () => {
-      // output_qk of 2 heads x 16384 x 16384 fp32 is 2 GiB: more than one wasm32 allocation can hold.
+      // output_qk of 2 heads x 16384 x 16384 fp32 is 2 GiB: more than one wasm32 allocation can hold. It is out of
+      // memory like any failed allocation, not an internal error (a vector's length_error, before).
       const S = 16384, N = 2, H = 8;
       const zeros = (n) => new Float32Array(n);
       const before = ak.memoryBytes();
-      assert.throws(() => ak.groupQueryAttention({
+      const long = {
         query: { data: zeros(S * N * H), shape: [1, S, N * H] },
         key: { data: zeros(S * H), shape: [1, S, H] },
         value: { data: zeros(S * H), shape: [1, S, H] },
         seqlens_k: { data: new Int32Array([S - 1]), shape: [1] },
         total_sequence_length: { data: new Int32Array([S]), shape: [] },
-      }, { num_heads: N, kv_num_heads: 1, qk_output: 1 }, { outputs: ['output', 'output_qk'] }),
-      (e) => e instanceof AttnkitError && e.code === 1);
+      };
+      const outOfMemory = (e) => e instanceof AttnkitError
+        && /^out of memory: GroupQueryAttention needs \d+ bytes/.test(e.message);
+      assert.throws(() => ak.groupQueryAttention(long, { num_heads: N, kv_num_heads: 1, qk_output: 1 },
+        { outputs: ['output', 'output_qk'] }), outOfMemory);
+      // The naive path's score rows for all 16384 keys: 2 GiB of scratch.
+      assert.throws(() => ak.groupQueryAttention(long, { num_heads: N, kv_num_heads: 1 }, { path: 'naive' }), outOfMemory);
       assert.ok(ak.memoryBytes() <= before + 8 * 2 ** 20, 'the failed call released its memory');
       const { inputs, attrs } = smallGqa();
       assert.equal(ak.groupQueryAttention(inputs, attrs).output.data.length, 320);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 #include "common/thread_pool.h"
 #include "gqa/driver.h"
@@ -275,6 +276,10 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
   const KernelTable& kt = kernel_table();
   const int threads = resolve_threads(options.threads);
   const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, options.path));
+  const auto out_of_memory = [&] {
+    return Status::Error("out of memory: GroupQueryAttention needs " +
+                         std::to_string(gqa_scratch_bytes(p, tiling, threads)) + " bytes of scratch");
+  };
   try {
     const int64_t B = p.batch, S = p.seq, N = p.heads, H = p.head_size;
     outputs->output.reset_uninitialized(p.dtype, {B, S, N * H});  // every row is written
@@ -299,8 +304,9 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
     if (tiling.kv_chunk == 0) build_present(p, kt, threads, in_place, present_key, present_value);
     run_attention(p, kt, tiling, threads, present_key, present_value, outputs, in_place);
   } catch (const std::bad_alloc&) {
-    return Status::Error("out of memory: GroupQueryAttention needs " +
-                         std::to_string(gqa_scratch_bytes(p, tiling, threads)) + " bytes of scratch");
+    return out_of_memory();
+  } catch (const std::length_error&) {  // a vector past its max_size (2 GiB on wasm32)
+    return out_of_memory();
   }
   if (options.peak_scratch_bytes) *options.peak_scratch_bytes = gqa_scratch_bytes(p, tiling, threads);
   return Status::Ok();

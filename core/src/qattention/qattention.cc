@@ -5,6 +5,7 @@
 // Work is split into fixed column blocks (projection) and (batch, head, query block) triples
 // (attention), so the bits never depend on the thread count.
 #include <new>
+#include <stdexcept>
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -338,11 +339,16 @@ Status run_validated(const QAttentionProblem& p, const QAttentionRequest& reques
   const KernelTable& kt = kernel_table();
   const int threads = resolve_threads(options.threads);
   const QAttentionLayout lay = qattention_layout(p, kt, threads);
+  const auto out_of_memory = [&] {
+    return Status::Error("out of memory: QAttention needs " + std::to_string(lay.peak_scratch_bytes) +
+                         " bytes of scratch");
+  };
   try {
     run_q_attention(p, kt, threads, lay, request, outputs);
   } catch (const std::bad_alloc&) {
-    return Status::Error("out of memory: QAttention needs " + std::to_string(lay.peak_scratch_bytes) +
-                         " bytes of scratch");
+    return out_of_memory();
+  } catch (const std::length_error&) {  // a vector past its max_size (2 GiB on wasm32)
+    return out_of_memory();
   }
   if (options.peak_scratch_bytes) *options.peak_scratch_bytes = lay.peak_scratch_bytes;
   return Status::Ok();
