@@ -414,6 +414,21 @@ export function compareTensors(actual, expected, { atol = 0, rtol = 0, include =
   return result;
 }
 
+// For present_key/present_value (B, Nk, C, row) of a sliding_window_cache case: each entry holds its latest
+// L(T_b) tokens in rows [0, L(T_b)) (spec §2.9); ORT leaves the rows after them unwritten once it has evicted.
+export function windowCacheHeldRows(shape, seqlensK, window) {
+  const [, kvHeads, capacity, rowLength] = shape;
+  const evict = capacity - window + 1;
+  const held = Array.from(seqlensK, (v) => {
+    const t = Number(v) + 1;
+    return t <= capacity ? t : t - evict * Math.ceil((t - capacity) / evict);
+  });
+  return (i) => {
+    const row = Math.floor(i / rowLength);
+    return row % capacity < held[Math.floor(row / (kvHeads * capacity))];
+  };
+}
+
 // For output_qk (B, N, S, T): ORT leaves columns >= T_b unwritten, so only columns below T_b = seqlens_k[b] + 1
 // carry defined values.
 export function qkDefinedColumns(shape, seqlensK) {

@@ -1,7 +1,8 @@
 // attnkit: compares the outputs of one target with those of another (or with the fp64 reference) for one case,
-// applying the per-output rules every comparison needs: output_qk only where ORT defines it, INT4 caches unpacked
-// to their signed values. Pure JS, shared by the node:test corpus test, `npm start` and the browser page.
-import { compareTensors, materializeInputs, qkDefinedColumns } from './case.js';
+// applying the per-output rules every comparison needs: output_qk only where ORT defines it, a window cache's
+// presents only in the rows holding tokens, INT4 caches unpacked to their signed values. Pure JS, shared by the
+// node:test corpus test, `npm start` and the browser page.
+import { compareTensors, materializeInputs, qkDefinedColumns, windowCacheHeldRows } from './case.js';
 
 // INT4 caches are uint8 bytes holding two nibbles (even channel low, +8 bias): compare the signed values, since a
 // one-step difference in a high nibble would otherwise read as 16.
@@ -20,6 +21,9 @@ function isInt4Cache(caseObj, name) {
   return caseObj.op === 'GroupQueryAttention' && (name === 'present_key' || name === 'present_value')
     && (caseObj.attrs.kv_cache_bit_width ?? 0) === 4;
 }
+
+const isWindowCache = (caseObj, name) => caseObj.op === 'GroupQueryAttention'
+  && (name === 'present_key' || name === 'present_value') && caseObj.attrs.sliding_window_cache === 1;
 
 const isIntegerTensor = (t) => t.dtype === 'int8' || t.dtype === 'uint8';
 
@@ -52,6 +56,10 @@ export function compareOutputs(caseObj, actual, expected, tolerance) {
     if (isInt4Cache(caseObj, name)) {
       if (a.dtype === 'uint8') a = unpackInt4(a);
       if (exp.dtype === 'uint8') exp = unpackInt4(exp);
+    }
+    if (isWindowCache(caseObj, name)) {
+      seqlensK ??= materializeInputs(caseObj).seqlens_k.data;
+      include = windowCacheHeldRows(exp.shape, seqlensK, caseObj.attrs.local_window_size);
     }
     const integer = isIntegerTensor(e);
     const tol = integer ? QUANT_STEP_TOLERANCE : typeof tolerance === 'function' ? tolerance(name, e) : tolerance;

@@ -217,6 +217,32 @@ gqa({ name: 'models/gemma2-h256-softcap-window-int8-decode', S: 1, past: 600, N:
 gqa({ name: 'models/gemma2-h256-softcap-window-prefill', S: 40, N: 8, Nk: 4, H: 256, attrs: { softcap: 50, local_window_size: 32 } });
 gqa({ name: 'models/mistral-g4-h128-rotary-int4-chunked', S: 48, past: 256, N: 32, Nk: 8, H: 128, rotary: {}, cacheDtype: 'uint8', quant: PC4, tol: Q4, note: QNOTE });
 seed = seedBefore;
+// ---- sliding_window_cache = 1 (§2.9): past/present are a buffer of capacity C = `past` rows holding each entry's
+// latest tokens; seqlens_k and total_sequence_length stay absolute, so entries run past C. Steps that run in the
+// buffer and steps that need a staging copy (a chunk that evicts keys its first queries see, a prompt longer than C).
+seed = 20000;
+const win = (name, o) => gqa({ name: `window-cache/${name}`, ...o, attrs: { sliding_window_cache: 1, ...o.attrs } });
+win('decode-filling', { S: 1, past: 16, seqlens: [9], attrs: { local_window_size: 8 } });
+win('decode-first-eviction', { S: 1, past: 16, seqlens: [16], attrs: { local_window_size: 8 } });
+win('decode-ragged-batch3', { B: 3, S: 1, past: 16, seqlens: [40, 8, 23], attrs: { local_window_size: 8 } });
+win('decode-capacity-equals-window', { S: 1, past: 8, seqlens: [49], attrs: { local_window_size: 8 } });
+win('chunk-in-buffer', { S: 3, past: 16, seqlens: [29], attrs: { local_window_size: 4 } });
+win('chunk-staging', { S: 12, past: 16, seqlens: [39], attrs: { local_window_size: 8 } });
+win('prompt-fits', { S: 10, past: 16, seqlens: [9], attrs: { local_window_size: 8 } });
+win('prompt-longer-than-capacity-batch2', { B: 2, S: 24, past: 16, seqlens: [23, 23], attrs: { local_window_size: 8 } });
+win('rotary-bias-softcap-sink-decode', { S: 1, past: 12, seqlens: [29], N: 8, Nk: 2, H: 32, rotary: {}, bias: [1, 8], sink: true,
+  attrs: { local_window_size: 6, softcap: 5 } });
+win('rotary-position-ids-chunk', { S: 4, past: 12, seqlens: [33], H: 32, rotary: { positionIds: [30, 31, 32, 33], maxPos: 40 }, attrs: { local_window_size: 6 } });
+win('int8-per-channel-decode', { S: 1, past: 64, seqlens: [199], H: 64, cacheDtype: 'int8', quant: PC8, tol: Q8, note: QNOTE, attrs: { local_window_size: 32 } });
+win('int4-per-tensor-chunk-staging', { S: 20, past: 64, seqlens: [149], H: 64, cacheDtype: 'uint8', quant: PT4, tol: Q4, note: QNOTE, attrs: { local_window_size: 32 } });
+win('int4-h16-decode', { S: 1, past: 16, seqlens: [30], H: 16, cacheDtype: 'uint8', quant: PC4, tol: Q4, attrs: { local_window_size: 8 },
+  ort: 'skip: ORT 1.30 refuses a 4-bit window cache unless head_size is a multiple of 32 (compared with the reference only)' });
+win('fp16-decode', { dtype: F16, S: 1, past: 16, seqlens: [37], attrs: { local_window_size: 8 } });
+win('bf16-chunk', { dtype: BF16, S: 5, past: 16, seqlens: [37], attrs: { local_window_size: 8 }, ort: BF16_SKIP });
+win('smooth-softmax-packed-decode', { packed: true, S: 1, past: 10, seqlens: [25], attrs: { local_window_size: 10, smooth_softmax: 1 } });
+gqa({ name: 'models/gemma3-local-layer-window-cache-int8-decode', S: 1, past: 1024, seqlens: [2999], N: 8, Nk: 4, H: 256, rotary: {},
+  cacheDtype: 'int8', quant: PC8, tol: Q8, note: QNOTE, attrs: { sliding_window_cache: 1, local_window_size: 1024 } });
+seed = seedBefore;
 
 // ================= validation cases: exit 2 and a message naming the input or attribute =================
 const e = (name, o, expectError) => gqa({ name: `invalid/${name}`, ...o, expectError });
@@ -281,6 +307,13 @@ e('absurd-past-length', { S: 1, past: 4, mutate: (c) => { c.inputs.past_key.shap
 e('absurd-total-length', { S: 1, past: 4, seqlens: [4], T: 2000000000 }, 'total_sequence_length');
 e('missing-seqlens', { S: 4, mutate: (c) => { delete c.inputs.seqlens_k; } }, 'seqlens_k');
 e('base64-length-mismatch', { S: 4, mutate: (c) => { c.inputs.seqlens_k = { dtype: 'int32', shape: [1], base64: 'AwAAAAMAAAA=' }; } }, 'seqlens_k');
+// sliding_window_cache = 1 (ORT 1.30 refuses the first four too)
+e('window-cache-without-past', { S: 4, attrs: { sliding_window_cache: 1, local_window_size: 2 } }, 'past_key');
+e('window-cache-capacity-below-window', { S: 1, past: 3, seqlens: [9], attrs: { sliding_window_cache: 1, local_window_size: 4 } }, 'local_window_size');
+e('window-cache-without-window', { S: 1, past: 8, attrs: { sliding_window_cache: 1 } }, 'local_window_size');
+e('window-cache-qk-output', { S: 1, past: 8, attrs: { sliding_window_cache: 1, local_window_size: 4, qk_output: 1 } }, 'qk_output');
+e('window-cache-padded-prompt', { B: 2, S: 4, past: 8, seqlens: [3, 1], T: 4, attrs: { sliding_window_cache: 1, local_window_size: 2 } }, 'seqlens_k');
+e('window-cache-2', { S: 1, past: 8, attrs: { sliding_window_cache: 2, local_window_size: 4 } }, 'sliding_window_cache');
 
 const all = writeAll();
 console.log(`${all.length} cases written to ${dir}`);

@@ -128,6 +128,39 @@ std::vector<double> dequantize_present(const GqaProblem& p, Part part, const Ten
   return out;
 }
 
+// sliding_window_cache = 1 (§2.9): the step attends over a staging cache that holds all window_rows(P_b) past
+// rows and the S new ones (row j is absolute position P_b - window_rows(P_b) + j); the present is the last
+// window_rows(T_b) rows of it, at the front of a buffer of the past's capacity, zeros after them.
+GqaProblem staging_problem(const GqaProblem& p, std::vector<int64_t>* first_position) {
+  GqaProblem staged = p;
+  staged.present_len = p.window_capacity;
+  first_position->assign(static_cast<size_t>(p.batch), 0);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t past_rows = p.window_rows(p.past_len[b]);
+    (*first_position)[b] = p.past_len[b] - past_rows;
+    staged.past_len[b] = staged.causal_offset[b] = past_rows;
+    staged.total_len[b] = past_rows + p.seq;
+    staged.present_len = std::max(staged.present_len, past_rows + p.seq);
+  }
+  return staged;
+}
+
+void keep_window(const GqaProblem& p, const GqaProblem& staged, Tensor* present) {
+  Tensor window;
+  window.reset(p.cache_dtype, {p.batch, p.kv_heads, p.window_capacity, present->shape[3]});
+  const int64_t row_bytes = p.cache_row_bytes;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t rows = p.window_rows(p.total_len[b]), from = staged.total_len[b] - rows;
+    for (int64_t g = 0; g < p.kv_heads; ++g) {
+      const int64_t bg = b * p.kv_heads + g;
+      std::memcpy(window.storage.data() + bg * p.window_capacity * row_bytes,
+                  present->storage.data() + (bg * staged.present_len + from) * row_bytes,
+                  static_cast<size_t>(rows * row_bytes));
+    }
+  }
+  *present = std::move(window);
+}
+
 }  // namespace
 
 float load_float(const void* data, DType dtype, int64_t index) {
@@ -171,8 +204,11 @@ double dequantize_value(const uint8_t* row, DType cache_dtype, int bits, int64_t
 
 Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs,
                              const GqaRequest& request, GqaReferenceResult* result) {
-  GqaProblem p;
-  ATTNKIT_RETURN_IF_ERROR(validate_gqa(inputs, attrs, request, &p));
+  GqaProblem absolute;
+  ATTNKIT_RETURN_IF_ERROR(validate_gqa(inputs, attrs, request, &absolute));
+  // Key j of entry b is at absolute position first_position[b] + j (its attention_bias column).
+  std::vector<int64_t> first_position(static_cast<size_t>(absolute.batch), 0);
+  const GqaProblem p = absolute.window_cache ? staging_problem(absolute, &first_position) : absolute;
   const int64_t B = p.batch, S = p.seq, N = p.heads, H = p.head_size, T = p.total;
 
   build_present(p, Part::kKey, &result->present_key);
@@ -213,7 +249,7 @@ Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs
           if (softcap > 0.0) v = softcap * std::tanh(v / softcap);
           if (bias) {
             const int64_t bb = p.bias_batch == 1 ? 0 : b, bh = p.bias_heads == 1 ? 0 : h;
-            v += load_float(bias->data, bias->dtype, ((bb * p.bias_heads + bh) * S + i) * T + j);
+            v += load_float(bias->data, bias->dtype, ((bb * p.bias_heads + bh) * S + i) * T + first_position[b] + j);
           }
           x[j - lo] = v;
         }
@@ -242,6 +278,10 @@ Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs
         }
       }
     }
+  }
+  if (absolute.window_cache) {
+    keep_window(absolute, p, &result->present_key);
+    keep_window(absolute, p, &result->present_value);
   }
   return Status::Ok();
 }

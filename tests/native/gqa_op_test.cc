@@ -200,10 +200,6 @@ void expect_close(const std::vector<double>& ref, const void* got, DType dtype, 
                          << ", reference " << ref[std::max<int64_t>(worst_at, 0)];
 }
 
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.shape == b.shape && a.dtype == b.dtype && a.storage == b.storage;
-}
-
 void check_point(const GridPoint& g, uint64_t seed) {
   GqaCase c = build(g, seed);
   GqaInputs in = c.inputs();

@@ -16,10 +16,6 @@ namespace {
 
 using namespace testing_gqa;
 
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.shape == b.shape && a.dtype == b.dtype && a.storage == b.storage;
-}
-
 // Ragged batch of two decode steps over ~1300 and ~900 cached rows: several 512-row chunks, a
 // partial last chunk, and a capacity past both lengths (the rows beyond stay zero in the present).
 // With 8 KV heads over ~3000 and ~2100 rows there are enough tasks for longer chunks (plan_gqa).

@@ -91,6 +91,10 @@ OwnedTensor int_tensor(DType dtype, Shape shape, const std::vector<T>& values) {
   return t;
 }
 
+inline bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.shape == b.shape && a.dtype == b.dtype && a.storage == b.storage;
+}
+
 // A GQA call: attributes, request, and named input tensors (ORT input names).
 struct GqaCase {
   GqaAttributes attrs;

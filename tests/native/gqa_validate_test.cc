@@ -116,10 +116,41 @@ TEST(GqaValidate, Attributes) {
   { GqaCase c = prompt(); c.attrs.scale = NAN; expect_error(c, "scale"); }
   { GqaCase c = prompt(); c.attrs.do_rotary = 2; expect_error(c, "do_rotary = 2"); }
   { GqaCase c = prompt(); c.attrs.rotary_interleaved = 5; expect_error(c, "rotary_interleaved = 5"); }
-  {
-    GqaCase c = prompt();
+}
+
+// sliding_window_cache = 1 (§2.9): ORT 1.30's rules, and entries that run past the cache's capacity.
+TEST(GqaValidate, WindowCache) {
+  const auto window = [](GqaCase c, int64_t w) {
     c.attrs.sliding_window_cache = 1;
-    expect_error(c, "sliding_window_cache = 1 is not supported by attnkit");
+    c.attrs.local_window_size = w;
+    return c;
+  };
+  { GqaCase c = window(decode(), 3); c.attrs.sliding_window_cache = 2; expect_error(c, "sliding_window_cache = 2 must be 0 or 1"); }
+  { GqaCase c = decode(); c.attrs.sliding_window_cache = 1; expect_error(c, "needs local_window_size > 0"); }
+  { GqaCase c = window(prompt(), 3); expect_error(c, "needs past_key and past_value"); }
+  { GqaCase c = window(decode(), 6); expect_error(c, "dim 2 = 5 (the cache capacity) must be >= local_window_size 6"); }
+  {
+    GqaCase c = window(decode(), 3);
+    c.attrs.qk_output = 1;
+    c.request.output_qk = true;
+    expect_error(c, "qk_output = 1 is not supported with sliding_window_cache = 1");
+  }
+  {
+    // A padded prompt would leave its padding inside the window.
+    CaseSpec s;
+    s.batch = 2, s.seq = 4, s.past_capacity = 6, s.heads = 4, s.kv_heads = 2, s.head_size = 16;
+    s.seqlens = {3, 1};
+    expect_error(window(make_case(s), 3), "does not take padded prompts");
+    s.seqlens = {3, 3};
+    expect_ok(window(make_case(s), 3));
+  }
+  {
+    // Entries past the capacity are the point of a window cache: 21 and 8 tokens in 5 rows.
+    CaseSpec s;
+    s.batch = 2, s.seq = 1, s.past = 5, s.heads = 4, s.kv_heads = 2, s.head_size = 16, s.total = 21;
+    s.seqlens = {20, 7};
+    expect_ok(window(make_case(s), 3));
+    expect_error(make_case(s), "seqlens_k[0] = 20 needs 20 past rows but past_key holds 5");
   }
 }
 

@@ -155,7 +155,8 @@ void transform_scores(const AttentionContext& c, const Scratch& s, int64_t b, in
   if (p.softcap > 0.0f) c.kt.softmax.softcap(x, n, p.softcap);
   if (p.inputs->attention_bias) {
     const int64_t bb = p.bias_batch == 1 ? 0 : b, bh = p.bias_heads == 1 ? 0 : h;
-    const size_t offset = static_cast<size_t>(((bb * p.bias_heads + bh) * p.seq + i) * p.total + a);
+    const size_t offset =
+        static_cast<size_t>(((bb * p.bias_heads + bh) * p.seq + i) * p.total + p.key_position[b] + a);
     load_float_row(c.kt, p.inputs->attention_bias->data, p.dtype, offset, n, s.bias);
     for (size_t k = 0; k < n; ++k) x[k] += s.bias[k];
   }

@@ -132,7 +132,8 @@ void fill_past_rows(const GqaProblem& p, int64_t b, int64_t g, int64_t r0, int64
     const int64_t copy_end = std::min(r1, past_rows);
     if (r0 < copy_end) {
       const TensorView* past = kv == 0 ? p.inputs->past_key : p.inputs->past_value;
-      std::memcpy(dst + r0 * row_bytes, past->as<uint8_t>() + static_cast<size_t>(bg * p.past_capacity + r0) * row_bytes,
+      const int64_t src_row = bg * p.past_capacity + p.past_src[b] + r0;
+      std::memcpy(dst + r0 * row_bytes, past->as<uint8_t>() + static_cast<size_t>(src_row) * row_bytes,
                   static_cast<size_t>(copy_end - r0) * row_bytes);
     }
     const int64_t zero_from = std::max(r0, past_rows);
@@ -251,12 +252,46 @@ size_t gqa_scratch_bytes(const GqaProblem& p, const GqaTiling& t, int threads) {
   size_t bytes = (t.shared_floats + t.worker_floats * static_cast<size_t>(threads)) * sizeof(float);
   const size_t present_bytes =
       static_cast<size_t>(p.batch * p.kv_heads * p.present_len * p.cache_row_bytes);
+  if (p.window_staging) return bytes + 2 * present_bytes;
   if (!p.request.present_key) bytes += present_bytes;
   if (!p.request.present_value) bytes += present_bytes;
   return bytes;
 }
 
 namespace {
+
+// Window cache, in place, without staging: each entry's kept past rows move to the front of the buffer before
+// the step appends after them (they only move down, so memmove within one buffer is safe).
+void evict_in_place(const GqaProblem& p, uint8_t* cache_key, uint8_t* cache_value) {
+  const size_t row_bytes = static_cast<size_t>(p.cache_row_bytes);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    if (p.past_src[b] == 0) continue;
+    for (int64_t g = 0; g < p.kv_heads; ++g) {
+      const size_t base = static_cast<size_t>((b * p.kv_heads + g) * p.past_capacity) * row_bytes;
+      for (uint8_t* cache : {cache_key, cache_value})
+        std::memmove(cache + base, cache + base + static_cast<size_t>(p.past_src[b]) * row_bytes,
+                     static_cast<size_t>(p.past_len[b]) * row_bytes);
+    }
+  }
+}
+
+// Window cache after a staging step: the last window_rows(T_b) rows of each entry's staging rows become rows
+// [0, window_rows(T_b)) of the window-sized cache `to` (its rows after them are zeroed unless in place).
+void keep_window(const GqaProblem& p, const uint8_t* staging, uint8_t* to, bool in_place) {
+  const size_t row_bytes = static_cast<size_t>(p.cache_row_bytes);
+  const int64_t C = p.window_capacity;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t rows = p.window_rows(p.key_position[b] + p.total_len[b]);
+    const int64_t from = p.total_len[b] - rows;
+    for (int64_t g = 0; g < p.kv_heads; ++g) {
+      const int64_t bg = b * p.kv_heads + g;
+      uint8_t* dst = to + static_cast<size_t>(bg * C) * row_bytes;
+      std::memcpy(dst, staging + static_cast<size_t>(bg * p.present_len + from) * row_bytes,
+                  static_cast<size_t>(rows) * row_bytes);
+      if (!in_place) std::memset(dst + rows * row_bytes, 0, static_cast<size_t>(C - rows) * row_bytes);
+    }
+  }
+}
 
 // Shared by both entry points: `cache_key`/`cache_value` are the present buffers (null: allocate
 // them into outputs, or internally when not requested).
@@ -265,10 +300,11 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
   if (!outputs) return Status::Error("outputs must not be null");
   GqaProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_gqa(inputs, attrs, request, &p));
+  window_step(&p);
   if (in_place) {
     if (!p.has_past)
       return Status::Error("past_key: the in-place form needs the cache as past_key and past_value");
-    if (p.total > p.past_capacity)
+    if (!p.window_cache && p.total > p.past_capacity)
       return Status::Error("total_sequence_length " + std::to_string(p.total) + " exceeds the cache capacity " +
                            std::to_string(p.past_capacity) + " (past_key dim 2)");
     p.request.present_key = p.request.present_value = true;  // nothing internal to allocate
@@ -287,22 +323,46 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
     uint8_t* present_key;
     uint8_t* present_value;
     Tensor internal_k, internal_v;
+    const int64_t cache_last = p.cache_row_bytes / static_cast<int64_t>(dtype_size(p.cache_dtype));
+    // The cache the step ends in (the past itself in place); the step attends over a staging copy if it needs one.
+    uint8_t* cache_key = nullptr;
+    uint8_t* cache_value = nullptr;
     if (in_place) {
-      present_key = static_cast<uint8_t*>(const_cast<void*>(inputs.past_key->data));
-      present_value = static_cast<uint8_t*>(const_cast<void*>(inputs.past_value->data));
+      cache_key = static_cast<uint8_t*>(const_cast<void*>(inputs.past_key->data));
+      cache_value = static_cast<uint8_t*>(const_cast<void*>(inputs.past_value->data));
+    } else if (p.window_staging) {
+      const Shape shape{B, p.kv_heads, p.window_capacity, cache_last};
+      if (request.present_key) {
+        outputs->present_key.reset_uninitialized(p.cache_dtype, shape);  // keep_window writes every row
+        cache_key = outputs->present_key.as<uint8_t>();
+      }
+      if (request.present_value) {
+        outputs->present_value.reset_uninitialized(p.cache_dtype, shape);
+        cache_value = outputs->present_value.as<uint8_t>();
+      }
+    }
+    const bool attend_in_place = in_place && !p.window_staging;
+    if (attend_in_place) {
+      present_key = cache_key;
+      present_value = cache_value;
+      if (p.window_cache) evict_in_place(p, cache_key, cache_value);
     } else {
-      const int64_t cache_last = p.cache_row_bytes / static_cast<int64_t>(dtype_size(p.cache_dtype));
       const Shape shape{B, p.kv_heads, p.present_len, cache_last};
-      Tensor* k = request.present_key ? &outputs->present_key : &internal_k;
-      Tensor* v = request.present_value ? &outputs->present_value : &internal_v;
+      const bool outputs_hold_it = !p.window_staging;
+      Tensor* k = outputs_hold_it && request.present_key ? &outputs->present_key : &internal_k;
+      Tensor* v = outputs_hold_it && request.present_value ? &outputs->present_value : &internal_v;
       k->reset_uninitialized(p.cache_dtype, shape);  // build_present writes every row
       v->reset_uninitialized(p.cache_dtype, shape);
       present_key = k->as<uint8_t>();
       present_value = v->as<uint8_t>();
     }
     // Split-KV decoding writes the present chunk by chunk itself (run_attention).
-    if (tiling.kv_chunk == 0) build_present(p, kt, threads, in_place, present_key, present_value);
-    run_attention(p, kt, tiling, threads, present_key, present_value, outputs, in_place);
+    if (tiling.kv_chunk == 0) build_present(p, kt, threads, attend_in_place, present_key, present_value);
+    run_attention(p, kt, tiling, threads, present_key, present_value, outputs, attend_in_place);
+    if (p.window_staging) {
+      if (cache_key) keep_window(p, present_key, cache_key, in_place);
+      if (cache_value) keep_window(p, present_value, cache_value, in_place);
+    }
   } catch (const std::bad_alloc&) {
     return out_of_memory();
   } catch (const std::length_error&) {  // a vector past its max_size (2 GiB on wasm32)

@@ -54,11 +54,20 @@ struct GqaProblem {
   int64_t bias_batch = 0;      // attention_bias dim 0 (1 or B), 0 when absent
   int64_t bias_heads = 0;      // attention_bias dim 1 (1 or N)
 
+  // sliding_window_cache = 1 (§2.9): past and present hold at most window_capacity rows, an entry's latest
+  // window_rows(T_b) tokens in order. Validation leaves the per-batch lengths below in absolute positions;
+  // window_step() then turns them into the rows one step attends over.
+  bool window_cache = false;
+  int64_t window_capacity = 0;  // C = past_key dim 2
+  bool window_staging = false;  // set by window_step: the step attends over a staging cache of present_len rows
+
   // Per batch entry b:
   std::vector<int64_t> total_len;      // T_b = seqlens_k[b] + 1: keys [0, T_b) are valid
   std::vector<int64_t> past_len;       // P_b: rows copied from past; new rows written at [P_b, P_b + L)
   std::vector<int64_t> causal_offset;  // query i sees keys j < min(causal_offset + i + 1, T_b)
   std::vector<int64_t> positions;      // rotary position of (b, s), B*S entries (rotary only)
+  std::vector<int64_t> past_src;       // first past row copied to present row 0 (window cache; else 0)
+  std::vector<int64_t> key_position;   // absolute position of present row 0: attention_bias column of key 0
 
   // Visible key range [lo, hi) for query row i of entry b (causal, window, causal=0).
   void visible_keys(int64_t b, int64_t i, int64_t* lo, int64_t* hi) const {
@@ -68,11 +77,26 @@ struct GqaProblem {
     *lo = start;
     *hi = end;
   }
+
+  // Rows a window cache holds after t tokens: up to C; past C, the oldest C - W + 1 rows are evicted at
+  // once, which leaves W - 1 rows (and the new token's), so a decoding step moves rows only every C - W + 1
+  // tokens.
+  int64_t window_rows(int64_t t) const {
+    const int64_t c = window_capacity, evict = c - window + 1;
+    return t <= c ? t : t - evict * ((t - c + evict - 1) / evict);
+  }
 };
 
 // Checks every shape, dtype, attribute and data-dependent rule (spec §2.1, §8) and derives the
 // problem. Errors name the input or attribute and the rule. Never reads out of bounds.
 Status validate_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaRequest& request,
                     GqaProblem* problem);
+
+// For a window cache, rewrites the absolute lengths into one step's cache rows (no-op otherwise). Where every
+// entry's queries see only the past rows its final window keeps (decoding, short chunks), each keeps the last
+// window_rows(T_b) - S of them and the step runs in the C-row buffer itself. Otherwise (window_staging) it keeps
+// all window_rows(P_b) past rows in a staging cache of present_len rows, whose last window_rows(T_b) rows the
+// caller then copies to rows [0, window_rows(T_b)). T_b and P_b are the step's absolute lengths.
+void window_step(GqaProblem* problem);
 
 }  // namespace attnkit

@@ -27,6 +27,7 @@ Status gqa_peak_scratch_bytes(const GqaInputs& inputs, const GqaAttributes& attr
   GqaProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_gqa(inputs, attrs, request, &p));
   if (threads < 0) return Status::Error("threads = " + std::to_string(threads) + " must be >= 0");
+  window_step(&p);
   const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, path));
   *bytes = gqa_scratch_bytes(p, tiling, resolve_threads(threads));
   return Status::Ok();

@@ -136,9 +136,14 @@ Status check_attributes(const GqaAttributes& a, const GqaRequest& request, GqaPr
     return fail("do_rotary = " + str(a.do_rotary) + " must be 0 or 1");
   if (a.rotary_interleaved != 0 && a.rotary_interleaved != 1)
     return fail("rotary_interleaved = " + str(a.rotary_interleaved) + " must be 0 or 1");
-  if (a.sliding_window_cache != 0)
-    return fail("sliding_window_cache = " + str(a.sliding_window_cache) +
-                " is not supported by attnkit (only 0)");
+  if (a.sliding_window_cache != 0 && a.sliding_window_cache != 1)
+    return fail("sliding_window_cache = " + str(a.sliding_window_cache) + " must be 0 or 1");
+  p->window_cache = a.sliding_window_cache == 1;
+  if (p->window_cache && a.local_window_size <= 0)
+    return fail("sliding_window_cache = 1 needs local_window_size > 0 (the window the cache holds), got " +
+                str(a.local_window_size));
+  if (p->window_cache && a.qk_output != 0)
+    return fail("qk_output = " + str(a.qk_output) + " is not supported with sliding_window_cache = 1 (as in ORT)");
 
   KvQuant kq, vq;
   ATTNKIT_RETURN_IF_ERROR(parse_quant_type(a.k_quant_type, "k_quant_type", &kq));
@@ -258,6 +263,19 @@ Status check_cache(const GqaInputs& in, GqaProblem* p) {
   return Status::Ok();
 }
 
+// sliding_window_cache = 1: the past is the window-sized buffer the present is written back to.
+Status check_window_cache(const GqaProblem& p) {
+  if (!p.window_cache) return Status::Ok();
+  if (!p.has_past)
+    return fail("past_key: sliding_window_cache = 1 needs past_key and past_value (their dim 2 is the cache capacity)");
+  if (p.past_capacity < p.window)
+    return fail("past_key: dim 2 = " + str(p.past_capacity) + " (the cache capacity) must be >= local_window_size " +
+                str(p.window) + " with sliding_window_cache = 1");
+  if (p.shared_kv)
+    return fail("key: dim 1 = 0 (shared KV) is not supported with sliding_window_cache = 1");
+  return Status::Ok();
+}
+
 Status check_scales(const GqaInputs& in, const GqaProblem& p) {
   const char* names[2] = {"k_scale", "v_scale"};
   const TensorView* scales[2] = {in.k_scale, in.v_scale};
@@ -327,7 +345,8 @@ Status derive_lengths(const GqaInputs& in, GqaProblem* p) {
       return fail("past_key: dim 2 = " + str(m) +
                   " must be >= total_sequence_length " + str(t) + " when key has 0 tokens (shared KV)");
   }
-  p->present_len = std::max(t, m);
+  // A window cache keeps its capacity; entries may run past it (their oldest rows are evicted).
+  p->present_len = p->window_cache ? m : std::max(t, m);
   const int32_t* sk = in.seqlens_k->as<int32_t>();
   p->total_len.assign(p->batch, 0);
   p->past_len.assign(p->batch, 0);
@@ -335,7 +354,7 @@ Status derive_lengths(const GqaInputs& in, GqaProblem* p) {
   for (int64_t b = 0; b < p->batch; ++b) {
     const int64_t v = sk[b];
     const std::string at = "seqlens_k[" + str(b) + "] = " + str(v);
-    if (v < 0 || v >= p->present_len)
+    if (v < 0 || (!p->window_cache && v >= p->present_len))
       return fail(at + " is out of range [0, " + str(p->present_len) + ")");
     const int64_t tb = v + 1;
     // total_sequence_length is the batch maximum; attention_bias and output_qk rows have exactly
@@ -343,8 +362,10 @@ Status derive_lengths(const GqaInputs& in, GqaProblem* p) {
     if (tb > t)
       return fail(at + " exceeds total_sequence_length - 1 = " + str(t - 1) +
                   " (total_sequence_length is the maximum over the batch)");
-    if (!p->first_prompt && tb < s)
-      return fail(at + " is too small for sequence_length " + str(s));
+    // A window cache writes every new token at its entry's end, so no entry may be padded.
+    if ((!p->first_prompt || p->window_cache) && tb < s)
+      return fail(at + " is too small for sequence_length " + str(s) +
+                  (p->first_prompt ? " (sliding_window_cache = 1 does not take padded prompts)" : ""));
     p->total_len[b] = tb;
     if (p->shared_kv) {
       p->past_len[b] = tb;
@@ -354,7 +375,7 @@ Status derive_lengths(const GqaInputs& in, GqaProblem* p) {
       p->causal_offset[b] = 0;
     } else {
       const int64_t pb = tb - s;
-      if (pb > m)
+      if (pb > m && !p->window_cache)
         return fail(at + " needs " + str(pb) + " past rows but past_key holds " + str(m) +
                     (p->has_past ? "" : " (no past_key given)"));
       p->past_len[b] = pb;
@@ -484,6 +505,31 @@ Status check_sizes(const GqaProblem& p) {
 
 }  // namespace
 
+void window_step(GqaProblem* problem) {
+  GqaProblem& p = *problem;
+  if (!p.window_cache) return;
+  const int64_t s = p.seq;
+  // The first of a step's queries sees W - 1 keys before its own: the step can run in place when each entry's
+  // final window still holds them (or every past row it has) and all of its new rows.
+  p.window_staging = false;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t past_rows = p.window_rows(p.past_len[b]), kept = p.window_rows(p.total_len[b]) - s;
+    if (kept < std::min(past_rows, p.window - 1)) p.window_staging = true;
+  }
+  int64_t rows = p.window_capacity;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t past_rows = p.window_rows(p.past_len[b]);
+    const int64_t kept = p.window_staging ? past_rows : p.window_rows(p.total_len[b]) - s;
+    p.past_src[b] = past_rows - kept;
+    p.key_position[b] = p.past_len[b] - kept;
+    p.past_len[b] = kept;
+    p.total_len[b] = kept + s;
+    p.causal_offset[b] = kept;
+    rows = std::max(rows, kept + s);
+  }
+  p.present_len = rows;
+}
+
 Status validate_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaRequest& request,
                     GqaProblem* problem) {
   GqaProblem& p = *problem;
@@ -517,6 +563,9 @@ Status validate_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const G
   ATTNKIT_RETURN_IF_ERROR(check_qkv(inputs, &p));
   ATTNKIT_RETURN_IF_ERROR(check_cache(inputs, &p));
   ATTNKIT_RETURN_IF_ERROR(check_scales(inputs, p));
+  p.window = attrs.local_window_size;
+  p.window_capacity = p.past_capacity;
+  ATTNKIT_RETURN_IF_ERROR(check_window_cache(p));
   ATTNKIT_RETURN_IF_ERROR(check_lengths_inputs(inputs, &p));
   ATTNKIT_RETURN_IF_ERROR(derive_lengths(inputs, &p));
   ATTNKIT_RETURN_IF_ERROR(check_sizes(p));
@@ -525,7 +574,8 @@ Status validate_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const G
 
   p.alpha = attrs.scale != 0.0f ? attrs.scale : 1.0f / std::sqrt(static_cast<float>(p.head_size));
   p.causal = attrs.causal == 1;
-  p.window = attrs.local_window_size;
+  p.past_src.assign(p.batch, 0);
+  p.key_position.assign(p.batch, 0);
   p.softcap = attrs.softcap;
   p.qk_output = static_cast<int>(attrs.qk_output);
   return Status::Ok();
