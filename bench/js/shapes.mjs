@@ -19,7 +19,8 @@ const CACHE_DTYPE = { fp32: 'float32', fp16: 'float16', int8: 'int8', int4: 'uin
 
 // GroupQueryAttention, one shape: B, N, Nk, H; S new tokens after P cached ones; cache fp32 | fp16 (then the query
 // is fp16 too) | int8 | int4 (per-channel scales); rotary (split halves), softcap, window.
-export function gqaShapeCase(name, { B = 1, N, Nk, H, S, P, cache = 'fp32', rotary = false, softcap = 0, window = -1 }) {
+export function gqaShapeCase(name, { B = 1, N, Nk, H, S, P, cache = 'fp32', rotary = false, softcap = 0, window = -1,
+  windowCache = 0 }) {
   const T = P + S;
   const dtype = cache === 'fp16' ? 'float16' : 'float32';
   const inputs = {
@@ -44,12 +45,14 @@ export function gqaShapeCase(name, { B = 1, N, Nk, H, S, P, cache = 'fp32', rota
   }
   if (softcap) attrs.softcap = softcap;
   if (window > 0) attrs.local_window_size = window;
+  // windowCache: sliding_window_cache = 1, past holds the latest windowCache rows of the P tokens.
+  if (windowCache > 0) attrs.sliding_window_cache = 1;
   // A quantized prompt still needs (empty) past tensors of the cache dtype, or ORT cannot bind the cache type.
-  if (P > 0 || quantized) {
-    const row = cache === 'int4' ? H / 2 : H;
+  if (P > 0 || quantized || windowCache > 0) {
+    const row = cache === 'int4' ? H / 2 : H, rows = windowCache > 0 ? windowCache : P;
     const random = (seed) => (quantized ? { seed } : rand(seed).random);
-    inputs.past_key = { dtype: CACHE_DTYPE[cache], shape: [B, Nk, P, row], random: random(6) };
-    inputs.past_value = { dtype: CACHE_DTYPE[cache], shape: [B, Nk, P, row], random: random(7) };
+    inputs.past_key = { dtype: CACHE_DTYPE[cache], shape: [B, Nk, rows, row], random: random(6) };
+    inputs.past_value = { dtype: CACHE_DTYPE[cache], shape: [B, Nk, rows, row], random: random(7) };
   }
   return { name, kind: S === 1 ? 'decode' : 'prefill', op: 'GroupQueryAttention', attrs, inputs,
     outputs: ['output', 'present_key', 'present_value'] };
