@@ -1,7 +1,8 @@
 // attnkit browser tests (node:test, Playwright + Debian Chromium): (a) the demo page loads cross-origin isolated, the
 // package picks its threaded wasm build there, its result equals the native CLI's, and init/dispose cycles run
-// clean; (b) a few corpus cases on onnxruntime-web's WebGPU EP (SwiftShader) against the fp64 reference, asserting
-// ORT's known WebGPU divergences (softcap ignored, local-window presents zeroed) explicitly and agreement elsewhere.
+// clean; the package in a module worker, and its single-thread fallback in a page without isolation; (b) a few
+// corpus cases on onnxruntime-web's WebGPU EP (SwiftShader) against the fp64 reference, asserting ORT's known
+// WebGPU divergences (softcap ignored, local-window presents zeroed) explicitly and agreement elsewhere.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -130,6 +131,85 @@ describe('demo page (attnkit wasm in Chromium)', () => {
     }
   });
 });
+
+// Where the loader says it works beyond a page's main thread: a module worker (where a model runs to keep its page
+// responsive; importScripts is refused there, so the Emscripten loader is evaluated from its source) in an isolated
+// page, and a page served without COOP/COEP, which must fall back to the single-thread build. Both must give the
+// bits of the threaded build on the page's main thread.
+describe('attnkit wasm in a module worker and without cross-origin isolation', () => {
+  before(() => assert.ok(!browserReason, browserReason));
+  const workerSource = `import * as attnkit from '/js/index.js';
+self.onmessage = async ({ data: spec }) => {
+  try {
+    self.postMessage(await (${runSmallCase.toString()})(attnkit, spec));
+  } catch (e) {
+    self.postMessage({ error: String(e?.stack ?? e) });
+  }
+};`;
+  const routes = {
+    '/worker-test.js': { body: workerSource, type: 'text/javascript; charset=utf-8' },
+    '/blank.html': { body: '<!doctype html><title>attnkit</title>' },
+  };
+
+  async function inPage(isolation, where) {
+    const server = await startStaticServer({ isolation, routes });
+    const browser = await launchBrowser();
+    try {
+      await browser.page.goto(server.url('blank.html'));
+      return await browser.page.evaluate(async ({ where, source }) => {
+        const spec = { threads: 2 };
+        if (where === 'page') {
+          const attnkit = await import('/js/index.js');
+          return { isolated: crossOriginIsolated, ...(await (0, eval)(`(${source})`)(attnkit, spec)) };
+        }
+        const worker = new Worker('/worker-test.js', { type: 'module' });
+        const result = await new Promise((resolve) => {
+          worker.onmessage = (e) => resolve(e.data);
+          worker.onerror = (e) => resolve({ error: `worker error: ${e.message}` });
+          worker.postMessage(spec);
+        });
+        worker.terminate();
+        return { isolated: crossOriginIsolated, ...result };
+      }, { where, source: runSmallCase.toString() });
+    } finally {
+      await browser.close();
+      await server.close();
+    }
+  }
+
+  test('a module worker runs the threaded build; a page without COOP/COEP the single-thread one; same bits', async () => {
+    const main = await inPage(true, 'page');
+    const worker = await inPage(true, 'worker');
+    const plain = await inPage(false, 'page');
+    for (const [label, r] of Object.entries({ main, worker, plain })) assert.equal(r.error, undefined, `${label}: ${r.error}`);
+    assert.equal(main.build, 'simd-threaded');
+    assert.equal(worker.build, 'simd-threaded', `worker picked ${worker.build}: ${worker.reason}`);
+    assert.equal(worker.threads, 2);
+    assert.equal(plain.isolated, false);
+    assert.equal(plain.build, 'simd', `without isolation: ${plain.build}: ${plain.reason}`);
+    assert.match(plain.reason, /not cross-origin isolated/);
+    // Results do not depend on the thread count or the build, so all three carry the same bits.
+    assert.deepEqual(worker.output, main.output);
+    assert.deepEqual(plain.output, main.output);
+  });
+});
+
+// Runs one small GroupQueryAttention prompt (serialized into the page and the worker, so it names only its
+// arguments): init, a call, dispose. Returns the build, reason, threads and the output as a plain array.
+async function runSmallCase(attnkit, { threads }) {
+  const info = await attnkit.init({ threads });
+  const S = 5, N = 4, Nk = 2, H = 16;
+  const fill = (n, k) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * k));
+  const result = await attnkit.groupQueryAttention({
+    query: { data: fill(S * N * H, 0.7), shape: [1, S, N * H] },
+    key: { data: fill(S * Nk * H, 1.3), shape: [1, S, Nk * H] },
+    value: { data: fill(S * Nk * H, 0.4), shape: [1, S, Nk * H] },
+    seqlens_k: { data: new Int32Array([S - 1]), shape: [1] },
+    total_sequence_length: { data: new Int32Array([S]), shape: [] },
+  }, { num_heads: N, kv_num_heads: Nk });
+  attnkit.dispose();
+  return { build: info.build, reason: info.reason, threads: info.threads, output: Array.from(result.output.data) };
+}
 
 // The six cases cover: a long prompt and a chunked prompt with S >= 32 (wrong unless subgroups are hidden from
 // ORT), decode, rotary, and the two features ORT's WebGPU EP gets wrong.
