@@ -124,25 +124,34 @@ export interface KvCacheConfig {
   capacity: number;
   /** Cache element type; 'int8' and 'uint8' (packed int4) need the matching k/v_quant_type attributes. */
   dtype?: 'float32' | 'float16' | 'bfloat16' | 'int8' | 'uint8';
+  /** > 0: a window cache (ORT's sliding_window_cache, local_window_size = window <= capacity): `capacity` rows hold
+   * the latest tokens however many have passed, and steps attend over the last `window`. */
+  window?: number;
 }
 
 /** A GroupQueryAttention KV cache in wasm memory that grows in place (no copy of the cache per step). */
 export class KvCache {
-  /** Most tokens the cache holds now (reserve() grows it). */
+  /** Most tokens (rows, with a window) the cache holds now (reserve() grows a cache without a window). */
   readonly capacity: number;
-  /** Tokens cached so far. */
+  /** The window it was created with (0: none). */
+  readonly window: number;
+  /** Tokens the cache stands for so far (rotary positions go on from here). */
   readonly length: number;
+  /** Tokens it holds: `length`, or with a window its latest ones. */
+  readonly rows: number;
   /** New tokens only: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length. */
   step(inputs: Inputs, attrs: Attributes, options?: { threads?: number; path?: 'auto' | 'naive' | 'flash'; into?: { output: TensorData } }): { output: Tensor };
   clear(): void;
   /** Grows the capacity to `capacity` tokens, keeping the cached ones. */
   reserve(capacity: number): void;
-  /** Keeps the first `length` tokens (a rejected speculative draft, a regenerated reply). */
+  /** Keeps the first `length` tokens (a rejected speculative draft, a regenerated reply); a window cache goes back
+   * as far as its rows allow. */
   truncate(length: number): void;
-  /** Replaces the cached tokens with past tensors in the present layout (batch, kvHeads, tokens, row) of the cache
-   * dtype, e.g. a shared prompt prefix; `length` takes only the first tokens. */
+  /** Replaces the cached tokens with past tensors in the present layout (batch, kvHeads, rows, row) of the cache
+   * dtype, e.g. a shared prompt prefix; `length` is the tokens they stand for (default: every row): the first rows,
+   * or a window cache's rows after that many tokens (an ORT window present with its seqlens_k + 1). */
   load(past: { past_key: TensorInput; past_value: TensorInput }, options?: { length?: number }): void;
-  /** The cached tokens, (batch, kvHeads, length, row) each, in arrays the caller owns. */
+  /** The held tokens, (batch, kvHeads, rows, row) each, in arrays the caller owns. */
   read(options?: { into?: { present_key?: TensorData; present_value?: TensorData } }): { present_key: Tensor; present_value: Tensor };
   dispose(): void;
 }

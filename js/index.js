@@ -147,6 +147,7 @@ export class KvCache {
     this.#instance = instance;
     this.#handle = handle;
     this.capacity = config.capacity;
+    this.window = config.window ?? 0;
   }
 
   // inputs: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length;
@@ -158,8 +159,13 @@ export class KvCache {
     return stepKvCache(inst.Module, this.#handle, inputs, attrs, { ...options, threads });
   }
 
+  // Tokens the cache stands for (rotary positions go on from here); `rows` of them are held, fewer with a window.
   get length() {
     return this.#alive().Module._attnkit_kv_cache_length(this.#handle);
+  }
+
+  get rows() {
+    return this.#alive().Module._attnkit_kv_cache_rows(this.#handle);
   }
 
   clear() {
@@ -174,19 +180,20 @@ export class KvCache {
   }
 
   // Keeps the first `length` tokens: a rejected speculative draft or a regenerated reply is dropped, and the next
-  // step gives what a cache that never held it would.
+  // step gives what a cache that never held it would. A window cache goes back as far as its rows allow.
   truncate(length) {
     truncateKvCache(this.#alive().Module, this.#handle, length);
   }
 
-  // Replaces the cached tokens with { past_key, past_value } in the present layout (batch, kvHeads, tokens, row) of
+  // Replaces the cached tokens with { past_key, past_value } in the present layout (batch, kvHeads, rows, row) of
   // the cache dtype: ORT's present_key/present_value or read()'s, such as a prompt prefix computed once and shared.
-  // options.length takes only the first tokens. Quantized rows must be continued with the scales that wrote them.
+  // options.length is the tokens they stand for (default: every row): the first rows, or a window cache's rows
+  // after that many tokens. Quantized rows must be continued with the scales that wrote them.
   load({ past_key, past_value } = {}, { length } = {}) {
     loadKvCache(this.#alive().Module, this.#handle, { past_key, past_value }, length);
   }
 
-  // The cached tokens as { present_key, present_value }, arrays the caller owns (or options.into's).
+  // The held tokens as { present_key, present_value }, arrays the caller owns (or options.into's).
   read({ into } = {}) {
     return readKvCache(this.#alive().Module, this.#handle, into);
   }

@@ -357,7 +357,7 @@ export function truncateKvCache(Module, cache, length) {
 }
 
 // Creates a KV cache in wasm memory; returns its handle or throws AttnkitError with the C ABI's message.
-export function createKvCache(Module, { batch = 1, kvHeads, headSize, capacity, dtype = 'float32' }) {
+export function createKvCache(Module, { batch = 1, kvHeads, headSize, capacity, dtype = 'float32', window = 0 }) {
   const code = DTYPE_CODES[dtype];
   if (code === undefined) throw new AttnkitError(`kv cache: unknown dtype "${dtype}"`);
   const slots = Module._malloc(8) >>> 0;
@@ -367,8 +367,8 @@ export function createKvCache(Module, { batch = 1, kvHeads, headSize, capacity, 
       if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) throw new AttnkitError(`kv cache: ${name} must be a non-negative integer`);
       return v;
     };
-    const rc = Module._attnkit_kv_cache_create(int(batch, 'batch'), int(kvHeads, 'kvHeads'), int(headSize, 'headSize'),
-      int(capacity, 'capacity'), code, slots, slots + 4);
+    const rc = Module._attnkit_kv_cache_create_window(int(batch, 'batch'), int(kvHeads, 'kvHeads'),
+      int(headSize, 'headSize'), int(capacity, 'capacity'), int(window, 'window'), code, slots, slots + 4);
     const view = new DataView(heapBuffer(Module));
     const cache = view.getUint32(slots, true);
     const result = view.getUint32(slots + 4, true);

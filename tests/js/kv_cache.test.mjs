@@ -1,8 +1,9 @@
 // attnkit JS package (node:test): the KV cache that lives in wasm memory, on both builds. Each step must give
 // the stateless op's output bit for bit when that op is handed the previous step's present as its past
 // (both read the same cache rows with the same tiling), for float and quantized caches, with rotary; and so must a
-// cache whose tokens were read out, loaded or truncated. Stateless steps that continue their past run in ORT's
-// shared-buffer form inside the package; they must give the ordinary form's bits.
+// cache whose tokens were read out, loaded or truncated, and a window cache against the stateless window op.
+// Stateless steps that continue their past run in ORT's shared-buffer form inside the package; they must give the
+// ordinary form's bits.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
@@ -71,6 +72,58 @@ for (const build of ['simd-threaded', 'simd']) {
   test(`${build}: int8 and int4 caches match the stateless op step by step`, async () => {
     await checkCacheMatchesStateless(build, 'int8', { num_heads: N, kv_num_heads: Nk, ...quant(8) }, scales);
     await checkCacheMatchesStateless(build, 'uint8', { num_heads: N, kv_num_heads: Nk, ...quant(4) }, scales);
+  });
+}
+
+// A window cache (capacity 10 rows, window 6): a prompt longer than the capacity, decoding across evictions and a
+// chunk, each step with the stateless window op's bits (sliding_window_cache = 1, the previous present as past);
+// read() gives its held rows, and a new cache loaded with a stateless present and its token count goes on alike.
+async function checkWindowCache(build, cacheDtype, attrs, extra) {
+  const inst = await createInstance({ build, threads: 2 });
+  instances.push(inst);
+  const capacity = 10, window = 6, row = cacheDtype === 'uint8' ? H / 2 : H;
+  const cache = inst.createKvCache({ kvHeads: Nk, headSize: H, capacity, dtype: cacheDtype, window });
+  const Typed = { float32: Float32Array, int8: Int8Array, uint8: Uint8Array }[cacheDtype];
+  let past = { past_key: { data: new Typed(Nk * capacity * row), shape: [1, Nk, capacity, row] } };
+  past.past_value = past.past_key;
+  let length = 0;
+  const statelessStep = (fresh, pastTensors, tokens) => inst.groupQueryAttention({
+    ...fresh, ...pastTensors,
+    seqlens_k: { data: new Int32Array([tokens + fresh.query.shape[1] - 1]), shape: [1] },
+    total_sequence_length: { data: new Int32Array([tokens + fresh.query.shape[1]]), shape: [1] },
+  }, { ...attrs, sliding_window_cache: 1, local_window_size: window });
+  const freshTokens = (S, seed) => ({
+    query: random('float32', [1, S, N * H], seed + 1),
+    key: random('float32', [1, S, Nk * H], seed + 2),
+    value: random('float32', [1, S, Nk * H], seed + 3),
+    ...extra,
+  });
+  for (const [step, S] of [13, 1, 1, 1, 1, 1, 3, 1].entries()) {
+    const fresh = freshTokens(S, 10 * step);
+    const cached = cache.step(fresh, attrs);
+    const stateless = statelessStep(fresh, past, length);
+    assert.deepEqual(cached.output.data, stateless.output.data, `${build} ${cacheDtype} window step ${step}`);
+    past = { past_key: stateless.present_key, past_value: stateless.present_value };
+    length += S;
+    assert.equal(cache.length, length);
+    const { present_key: held } = cache.read();
+    assert.deepEqual(held.shape, [1, Nk, cache.rows, row]);
+    assert.deepEqual(held.data.subarray(0, cache.rows * row), stateless.present_key.data.subarray(0, cache.rows * row));
+  }
+  const loaded = inst.createKvCache({ kvHeads: Nk, headSize: H, capacity, dtype: cacheDtype, window });
+  loaded.load(past, { length });
+  const fresh = freshTokens(1, 500);
+  assert.deepEqual(loaded.step(fresh, attrs).output.data, statelessStep(fresh, past, length).output.data);
+  assert.throws(() => cache.reserve(20), (e) => e instanceof AttnkitError && /keeps its capacity/.test(e.message));
+  assert.throws(() => cache.truncate(3), (e) => e instanceof AttnkitError && /no longer holds token/.test(e.message));
+  loaded.dispose();
+  cache.dispose();
+}
+
+for (const build of ['simd-threaded', 'simd']) {
+  test(`${build}: window caches (float32 with rotary, int4) follow the stateless window op`, async () => {
+    await checkWindowCache(build, 'float32', { num_heads: N, kv_num_heads: Nk, do_rotary: 1 }, rotary);
+    await checkWindowCache(build, 'uint8', { num_heads: N, kv_num_heads: Nk, ...quant(4) }, scales);
   });
 }
 

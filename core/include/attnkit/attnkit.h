@@ -87,18 +87,23 @@ void attnkit_stop_threads(void);
 typedef struct attnkit_kv_cache attnkit_kv_cache;
 int attnkit_kv_cache_create(int batch, int kv_heads, int head_size, int capacity, int cache_dtype,
                             attnkit_kv_cache** cache, attnkit_result** result);
+/* A window cache (KvCacheConfig::window > 0): `capacity` rows holding the latest tokens, steps run as
+ * sliding_window_cache = 1 with local_window_size = window. create() is this with window 0. */
+int attnkit_kv_cache_create_window(int batch, int kv_heads, int head_size, int capacity, int window,
+                                   int cache_dtype, attnkit_kv_cache** cache, attnkit_result** result);
 /* One step: inputs are GroupQueryAttention's minus past_key, past_value, seqlens_k and total_sequence_length
  * (the cache supplies them); the result holds "output". Codes as attnkit_run. */
 int attnkit_kv_cache_step(attnkit_kv_cache* cache, const char* attrs_json, const attnkit_tensor* inputs,
                           int n_inputs, int threads, const char* path, attnkit_result** result);
-int attnkit_kv_cache_length(const attnkit_kv_cache* cache);
+int attnkit_kv_cache_length(const attnkit_kv_cache* cache);  /* tokens it stands for */
+int attnkit_kv_cache_rows(const attnkit_kv_cache* cache);    /* tokens it holds (fewer with a window) */
 void attnkit_kv_cache_clear(attnkit_kv_cache* cache);
 /* Grows the capacity to `capacity` tokens, keeping the cached ones (attnkit/kv_cache.h); codes as attnkit_run. */
 int attnkit_kv_cache_reserve(attnkit_kv_cache* cache, int capacity, attnkit_result** result);
 /* The cached tokens themselves (attnkit/kv_cache.h), codes as attnkit_run: truncate keeps the first `length`;
- * load replaces them with the first `length` rows (-1: all) of inputs "past_key" and "past_value", tensors of the
- * cache dtype in the present layout (batch, kv_heads, tokens, row); read's result holds "present_key" and
- * "present_value" in that layout, length tokens each. */
+ * load replaces them with the `length` tokens (-1: all rows) of inputs "past_key" and "past_value", tensors of the
+ * cache dtype in the present layout (batch, kv_heads, rows, row); read's result holds "present_key" and
+ * "present_value" in that layout, the held rows each. */
 int attnkit_kv_cache_truncate(attnkit_kv_cache* cache, int length, attnkit_result** result);
 int attnkit_kv_cache_load(attnkit_kv_cache* cache, const attnkit_tensor* inputs, int n_inputs, int length,
                           attnkit_result** result);

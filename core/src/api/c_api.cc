@@ -188,13 +188,19 @@ int attnkit_run_qattention_in_place(const char* attrs_json, const attnkit_tensor
 
 int attnkit_kv_cache_create(int batch, int kv_heads, int head_size, int capacity, int cache_dtype,
                             attnkit_kv_cache** cache, attnkit_result** result) {
+  return attnkit_kv_cache_create_window(batch, kv_heads, head_size, capacity, 0, cache_dtype, cache, result);
+}
+
+int attnkit_kv_cache_create_window(int batch, int kv_heads, int head_size, int capacity, int window,
+                                   int cache_dtype, attnkit_kv_cache** cache, attnkit_result** result) {
   if (!cache) return ATTNKIT_INTERNAL_ERROR;
   *cache = nullptr;
   return guarded(result, [&](attnkit_result* r) {
     if (cache_dtype < ATTNKIT_FLOAT32 || cache_dtype > ATTNKIT_INT64)
       return fail(r, ATTNKIT_INVALID, "kv cache: dtype code " + std::to_string(cache_dtype) + " is not valid");
     auto owned = std::make_unique<attnkit_kv_cache>();
-    Status st = owned->cache.init({batch, kv_heads, head_size, capacity, static_cast<attnkit::DType>(cache_dtype)});
+    Status st = owned->cache.init(
+        {batch, kv_heads, head_size, capacity, static_cast<attnkit::DType>(cache_dtype), window});
     if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
     *cache = owned.release();
     return ATTNKIT_OK;
@@ -219,6 +225,10 @@ int attnkit_kv_cache_step(attnkit_kv_cache* cache, const char* attrs_json, const
 
 int attnkit_kv_cache_length(const attnkit_kv_cache* cache) {
   return cache ? static_cast<int>(cache->cache.length()) : 0;
+}
+
+int attnkit_kv_cache_rows(const attnkit_kv_cache* cache) {
+  return cache ? static_cast<int>(cache->cache.rows()) : 0;
 }
 
 void attnkit_kv_cache_clear(attnkit_kv_cache* cache) {

@@ -1,10 +1,14 @@
 // attnkit: GqaKvCache — the stateful decode form over group_query_attention_in_place.
-// The cache supplies past/seqlens/total itself, so a caller only passes the new tokens.
+// The cache supplies past/seqlens/total itself, so a caller only passes the new tokens; a window cache also the
+// sliding_window_cache attributes, and its rows follow ORT's window layout (problem.h) through load and truncate.
 #include "attnkit/kv_cache.h"
 
 #include <cstring>
+#include <limits>
 #include <new>
 #include <string>
+
+#include "gqa/problem.h"
 
 namespace attnkit {
 
@@ -46,6 +50,9 @@ Status GqaKvCache::init(const KvCacheConfig& config) {
       d != DType::kUInt8)
     return Status::Error(std::string("kv cache: cache_dtype ") + dtype_name(d) +
                          " is not float32, float16, bfloat16, int8 or uint8 (int4)");
+  if (config.window < 0 || config.window > config.capacity)
+    return Status::Error("kv cache: window " + std::to_string(config.window) + " must be 0 (none) or in [1, capacity " +
+                         std::to_string(config.capacity) + "]");
   Tensor key, value;  // a refused init leaves the cache as it was
   ATTNKIT_RETURN_IF_ERROR(allocate_cache(config, &key, &value));
   key_ = std::move(key);
@@ -55,9 +62,16 @@ Status GqaKvCache::init(const KvCacheConfig& config) {
   return Status::Ok();
 }
 
+int64_t GqaKvCache::rows() const {
+  return config_.window > 0 ? window_cache_rows(length_, config_.capacity, config_.window) : length_;
+}
+
 Status GqaKvCache::reserve(int64_t capacity) {
   if (key_.empty()) return Status::Error("kv cache: init() was not called");
   if (capacity <= config_.capacity) return Status::Ok();
+  if (config_.window > 0)
+    return Status::Error("kv cache: a window cache keeps its capacity " + std::to_string(config_.capacity) +
+                         " (a larger one would hold tokens this one has evicted)");
   KvCacheConfig grown = config_;
   grown.capacity = capacity;
   Tensor key, value;
@@ -80,9 +94,22 @@ Status GqaKvCache::step(const GqaInputs& inputs, const GqaAttributes& attrs, Ten
     return Status::Error("query: must be rank 3 (batch, sequence, hidden)");
   const int64_t new_tokens = inputs.query->shape[1];
   const int64_t total = length_ + new_tokens;
-  if (total > config_.capacity)
+  GqaAttributes step_attrs = attrs;
+  if (config_.window > 0) {
+    if (attrs.local_window_size != -1 && attrs.local_window_size != config_.window)
+      return Status::Error("local_window_size = " + std::to_string(attrs.local_window_size) +
+                           " differs from the window cache's window " + std::to_string(config_.window));
+    step_attrs.local_window_size = config_.window;
+    step_attrs.sliding_window_cache = 1;
+  } else if (attrs.sliding_window_cache != 0) {
+    return Status::Error("sliding_window_cache = " + std::to_string(attrs.sliding_window_cache) +
+                         ": create the kv cache with a window to run a window cache");
+  } else if (total > config_.capacity) {
     return Status::Error("kv cache: " + std::to_string(total) + " tokens exceed the capacity " +
                          std::to_string(config_.capacity));
+  }
+  if (total > std::numeric_limits<int32_t>::max())
+    return Status::Error("kv cache: " + std::to_string(total) + " tokens exceed int32 seqlens_k");
   std::vector<int32_t> seqlens(static_cast<size_t>(config_.batch), static_cast<int32_t>(total - 1));
   const int32_t total32 = static_cast<int32_t>(total);
   const TensorView seqlens_view{DType::kInt32, {config_.batch}, seqlens.data()};
@@ -94,7 +121,7 @@ Status GqaKvCache::step(const GqaInputs& inputs, const GqaAttributes& attrs, Ten
   full.seqlens_k = &seqlens_view;
   full.total_sequence_length = &total_view;
   GqaOutputs outputs;
-  ATTNKIT_RETURN_IF_ERROR(group_query_attention_in_place(full, attrs, GqaRequest(), &outputs, options));
+  ATTNKIT_RETURN_IF_ERROR(group_query_attention_in_place(full, step_attrs, GqaRequest(), &outputs, options));
   *output = std::move(outputs.output);
   length_ = total;
   return Status::Ok();
@@ -104,6 +131,16 @@ Status GqaKvCache::truncate(int64_t length) {
   if (length < 0 || length > length_)
     return Status::Error("kv cache: cannot truncate to " + std::to_string(length) + " tokens: it holds " +
                          std::to_string(length_));
+  if (config_.window > 0) {
+    // Row r holds token length_ - rows() + r. A window of `length` tokens starts at token
+    // length - window_rows(length), which is never later (evictions only add up): the rows stay where they are
+    // if it starts at the same token, and the tokens it needs are gone if earlier.
+    const int64_t first = length - window_cache_rows(length, config_.capacity, config_.window);
+    if (first != length_ - rows())
+      return Status::Error("kv cache: cannot truncate to " + std::to_string(length) + " tokens: the window cache " +
+                           "no longer holds token " + std::to_string(first) + " (it holds tokens from " +
+                           std::to_string(length_ - rows()) + " on)");
+  }
   length_ = length;
   return Status::Ok();
 }
@@ -125,10 +162,14 @@ Status GqaKvCache::load(const TensorView& key, const TensorView& value, int64_t 
   if (key.shape[2] != value.shape[2])
     return Status::Error("past_value: " + std::to_string(value.shape[2]) + " tokens where past_key holds " +
                          std::to_string(key.shape[2]));
-  const int64_t rows = length < 0 ? key.shape[2] : length;
+  const int64_t tokens = length < 0 ? key.shape[2] : length;
+  const int64_t rows =
+      config_.window > 0 ? window_cache_rows(tokens, config_.capacity, config_.window) : tokens;
   if (rows > key.shape[2])
-    return Status::Error("kv cache: cannot load " + std::to_string(rows) + " tokens from a past of " +
-                         std::to_string(key.shape[2]));
+    return Status::Error("kv cache: cannot load " + std::to_string(tokens) + " tokens from a past of " +
+                         std::to_string(key.shape[2]) + " rows" +
+                         (config_.window > 0 ? " (the window cache holds " + std::to_string(rows) + " rows after them)"
+                                             : std::string()));
   if (rows > config_.capacity)
     return Status::Error("kv cache: " + std::to_string(rows) + " tokens exceed the capacity " +
                          std::to_string(config_.capacity));
@@ -137,7 +178,7 @@ Status GqaKvCache::load(const TensorView& key, const TensorView& value, int64_t 
                  row_bytes());
   copy_head_rows(static_cast<const uint8_t*>(value.data), value.shape[2], value_.as<uint8_t>(), cache[2], heads,
                  rows, row_bytes());
-  length_ = rows;
+  length_ = tokens;
   return Status::Ok();
 }
 
@@ -145,7 +186,8 @@ Status GqaKvCache::read(Tensor* key, Tensor* value) const {
   if (key_.empty()) return Status::Error("kv cache: init() was not called");
   if (!key || !value) return Status::Error("kv cache: read() needs two output tensors");
   const Shape& cache = key_.shape;
-  const Shape shape{cache[0], cache[1], length_, cache[3]};
+  const int64_t held = rows();
+  const Shape shape{cache[0], cache[1], held, cache[3]};
   try {
     key->reset_uninitialized(config_.cache_dtype, shape);
     value->reset_uninitialized(config_.cache_dtype, shape);
@@ -153,8 +195,8 @@ Status GqaKvCache::read(Tensor* key, Tensor* value) const {
     return Status::Error("kv cache: out of memory copying " + shape_to_string(shape));
   }
   const int64_t heads = cache[0] * cache[1];
-  copy_head_rows(key_.as<uint8_t>(), cache[2], key->as<uint8_t>(), length_, heads, length_, row_bytes());
-  copy_head_rows(value_.as<uint8_t>(), cache[2], value->as<uint8_t>(), length_, heads, length_, row_bytes());
+  copy_head_rows(key_.as<uint8_t>(), cache[2], key->as<uint8_t>(), held, heads, held, row_bytes());
+  copy_head_rows(value_.as<uint8_t>(), cache[2], value->as<uint8_t>(), held, heads, held, row_bytes());
   return Status::Ok();
 }
 

@@ -78,14 +78,18 @@ struct GqaProblem {
     *hi = end;
   }
 
-  // Rows a window cache holds after t tokens: up to C; past C, the oldest C - W + 1 rows are evicted at
-  // once, which leaves W - 1 rows (and the new token's), so a decoding step moves rows only every C - W + 1
-  // tokens.
-  int64_t window_rows(int64_t t) const {
-    const int64_t c = window_capacity, evict = c - window + 1;
-    return t <= c ? t : t - evict * ((t - c + evict - 1) / evict);
-  }
+  int64_t window_rows(int64_t t) const;
 };
+
+// Rows a window cache of `capacity` rows and window W holds after `tokens` tokens: all of them up to the capacity;
+// past it, the oldest capacity - W + 1 rows are evicted at once, which leaves W - 1 rows and the new token's, so a
+// decoding step moves rows only every capacity - W + 1 tokens.
+inline int64_t window_cache_rows(int64_t tokens, int64_t capacity, int64_t window) {
+  const int64_t evict = capacity - window + 1;
+  return tokens <= capacity ? tokens : tokens - evict * ((tokens - capacity + evict - 1) / evict);
+}
+
+inline int64_t GqaProblem::window_rows(int64_t t) const { return window_cache_rows(t, window_capacity, window); }
 
 // Checks every shape, dtype, attribute and data-dependent rule (spec §2.1, §8) and derives the
 // problem. Errors name the input or attribute and the rule. Never reads out of bounds.
