@@ -293,8 +293,9 @@ void keep_window(const GqaProblem& p, const uint8_t* staging, uint8_t* to, bool 
   }
 }
 
-// Shared by both entry points: `cache_key`/`cache_value` are the present buffers (null: allocate
-// them into outputs, or internally when not requested).
+// Shared by both entry points. The step attends over the present: the past buffer itself in place, else the
+// present outputs (or internal tensors when they are not requested); a window cache's staging step attends over
+// internal tensors and then keeps its window in the present outputs or the past buffer.
 Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaRequest& request,
                GqaOutputs* outputs, const RunOptions& options, bool in_place) {
   if (!outputs) return Status::Error("outputs must not be null");
