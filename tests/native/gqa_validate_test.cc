@@ -121,8 +121,7 @@ TEST(GqaValidate, Attributes) {
 // sliding_window_cache = 1 (§2.9): ORT 1.30's rules, and entries that run past the cache's capacity.
 TEST(GqaValidate, WindowCache) {
   const auto window = [](GqaCase c, int64_t w) {
-    c.attrs.sliding_window_cache = 1;
-    c.attrs.local_window_size = w;
+    c.attrs.sliding_window_cache = 1, c.attrs.local_window_size = w;
     return c;
   };
   { GqaCase c = window(decode(), 3); c.attrs.sliding_window_cache = 2; expect_error(c, "sliding_window_cache = 2 must be 0 or 1"); }
@@ -131,8 +130,7 @@ TEST(GqaValidate, WindowCache) {
   { GqaCase c = window(decode(), 6); expect_error(c, "dim 2 = 5 (the cache capacity) must be >= local_window_size 6"); }
   {
     GqaCase c = window(decode(), 3);
-    c.attrs.qk_output = 1;
-    c.request.output_qk = true;
+    c.attrs.qk_output = 1, c.request.output_qk = true;
     expect_error(c, "qk_output = 1 is not supported with sliding_window_cache = 1");
   }
   {
