@@ -236,7 +236,7 @@ win('rotary-position-ids-chunk', { S: 4, past: 12, seqlens: [33], H: 32, rotary:
 win('int8-per-channel-decode', { S: 1, past: 64, seqlens: [199], H: 64, cacheDtype: 'int8', quant: PC8, tol: Q8, note: QNOTE, attrs: { local_window_size: 32 } });
 win('int4-per-tensor-chunk-staging', { S: 20, past: 64, seqlens: [149], H: 64, cacheDtype: 'uint8', quant: PT4, tol: Q4, note: QNOTE, attrs: { local_window_size: 32 } });
 win('int4-h16-decode', { S: 1, past: 16, seqlens: [30], H: 16, cacheDtype: 'uint8', quant: PC4, tol: Q4, attrs: { local_window_size: 8 },
-  ort: 'skip: ORT 1.30 refuses a 4-bit window cache unless head_size is a multiple of 32 (compared with the reference only)' });
+  ort: 'skip: ORT 1.30 refuses a quantized window cache whose rows are not a multiple of 16 bytes (compared with the reference only)' });
 win('fp16-decode', { dtype: F16, S: 1, past: 16, seqlens: [37], attrs: { local_window_size: 8 } });
 win('bf16-chunk', { dtype: BF16, S: 5, past: 16, seqlens: [37], attrs: { local_window_size: 8 }, ort: BF16_SKIP });
 win('smooth-softmax-packed-decode', { packed: true, S: 1, past: 10, seqlens: [25], attrs: { local_window_size: 10, smooth_softmax: 1 } });
