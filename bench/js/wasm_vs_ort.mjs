@@ -1,17 +1,18 @@
 // attnkit bench (issue 5): attnkit's threaded wasm build vs onnxruntime-web's wasm EP, both inside Node, at 1 and 2
 // threads, next to attnkit native single-thread (default ISA and AVX2). Shapes: issue 3's GQA (N=16, Nk=8, H=128;
 // prefill S=T 512 [2048 with --full]; decode T 512/2048/4096; fp32/int8/int4 caches) and QAttention (B=1, D=768,
-// N=12, u8 x s8 per-column; S 128/512, and S=1 after 511 past tokens). ORT web fixes its thread count when its wasm
-// module first loads, so each thread count runs in its own child process (attnkit and ORT side by side in it).
-// Usage: node bench/js/wasm_vs_ort.mjs [--full] [--quick] [--threads 1,2] [--iters N] [--filter SUBSTR] [--json FILE]
-//   [--dist DIR] [--budget-ms MS] [--native-rounds R]
+// N=12, u8 x s8 per-column; S 128/512, and S=1 after 511 past tokens; --window adds decoding through window-sized
+// caches). ORT web fixes its thread count when its wasm module first loads, so each thread count runs in its own
+// child process (attnkit and ORT side by side in it).
+// Usage: node bench/js/wasm_vs_ort.mjs [--full] [--quick] [--window] [--threads 1,2] [--iters N] [--filter SUBSTR]
+//   [--json FILE] [--dist DIR] [--budget-ms MS] [--native-rounds R]
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createInstance, prepareCase } from '../../js/index.js';
 import { benchNative, cliAvailable, defaultCli } from '../../js/targets/native.js';
 import { runOrt } from '../../js/targets/ort.js';
-import { benchArgs as args, flag, GQA, gqaCase, hasFlag, qattentionCase } from './shapes.mjs';
+import { benchArgs as args, flag, GQA, gqaCase, gqaShapeCase, hasFlag, qattentionCase } from './shapes.mjs';
 
 const full = hasFlag('--full');
 const quick = hasFlag('--quick');
@@ -42,6 +43,13 @@ function allShapes() {
   }
   for (const S of quick ? [128] : [128, 512]) shapes.push(qattentionCase(S, 0));
   shapes.push(qattentionCase(1, 511));
+  // --window: decode through a window-sized cache (sliding_window_cache, 1024 rows, window 1024) after 4096 tokens.
+  if (hasFlag('--window')) {
+    for (const cache of ['fp32', 'int8']) {
+      shapes.push({ ...gqaShapeCase(`gqa/decode T=4096 ${cache} window`, { ...GQA, S: 1, P: 4095, cache, window: 1024,
+        windowCache: 1024 }), kind: 'decode' });
+    }
+  }
   return shapes.filter((c) => c.name.includes(filter));
 }
 
@@ -65,7 +73,9 @@ function timeKvCacheDecode(instance, c, threads) {
   const T = c.inputs.seqlens_k.data[0] + 1;
   const dtype = c.inputs.past_key.dtype;
   const warmup = DECODE.warmup;
-  const cache = instance.createKvCache({ kvHeads: Nk, headSize: H, capacity: T + Math.max(iters, warmup) + 1, dtype });
+  const window = c.attrs.sliding_window_cache ? c.attrs.local_window_size : 0;
+  const capacity = window ? c.inputs.past_key.shape[2] : T + Math.max(iters, warmup) + 1;
+  const cache = instance.createKvCache({ kvHeads: Nk, headSize: H, capacity, window, dtype });
   try {
     const scales = c.inputs.k_scale ? { k_scale: c.inputs.k_scale, v_scale: c.inputs.v_scale } : {};
     const prompt = prepareCase({ ...c, inputs: {
