@@ -261,18 +261,18 @@ size_t gqa_scratch_bytes(const GqaProblem& p, const GqaTiling& t, int threads) {
 namespace {
 
 // Window cache, in place, without staging: each entry's kept past rows move to the front of the buffer before
-// the step appends after them (they only move down, so memmove within one buffer is safe).
-void evict_in_place(const GqaProblem& p, uint8_t* cache_key, uint8_t* cache_value) {
+// the step appends after them (they only move down, so memmove within one buffer is safe). At capacity == window
+// that is every decoding step and nearly the whole cache, so the heads are spread over the threads.
+void evict_in_place(const GqaProblem& p, int threads, uint8_t* cache_key, uint8_t* cache_value) {
   const size_t row_bytes = static_cast<size_t>(p.cache_row_bytes);
-  for (int64_t b = 0; b < p.batch; ++b) {
-    if (p.past_src[b] == 0) continue;
-    for (int64_t g = 0; g < p.kv_heads; ++g) {
-      const size_t base = static_cast<size_t>((b * p.kv_heads + g) * p.past_capacity) * row_bytes;
-      for (uint8_t* cache : {cache_key, cache_value})
-        std::memmove(cache + base, cache + base + static_cast<size_t>(p.past_src[b]) * row_bytes,
-                     static_cast<size_t>(p.past_len[b]) * row_bytes);
-    }
-  }
+  if (std::all_of(p.past_src.begin(), p.past_src.end(), [](int64_t rows) { return rows == 0; })) return;
+  parallel_for(static_cast<size_t>(2 * p.batch * p.kv_heads), threads, [&](size_t task, int) {
+    const int64_t bg = static_cast<int64_t>(task / 2), b = bg / p.kv_heads;
+    if (p.past_src[b] == 0) return;
+    uint8_t* head = (task % 2 == 0 ? cache_key : cache_value) + static_cast<size_t>(bg * p.past_capacity) * row_bytes;
+    std::memmove(head, head + static_cast<size_t>(p.past_src[b]) * row_bytes,
+                 static_cast<size_t>(p.past_len[b]) * row_bytes);
+  });
 }
 
 // Window cache after a staging step: the last window_rows(T_b) rows of each entry's staging rows become rows
@@ -346,7 +346,7 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
     if (attend_in_place) {
       present_key = cache_key;
       present_value = cache_value;
-      if (p.window_cache) evict_in_place(p, cache_key, cache_value);
+      if (p.window_cache) evict_in_place(p, threads, cache_key, cache_value);
     } else {
       const Shape shape{B, p.kv_heads, p.present_len, cache_last};
       const bool outputs_hold_it = !p.window_staging;
