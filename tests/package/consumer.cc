@@ -1,7 +1,7 @@
 // attnkit tests: an application's use of the installed headers and library. On every kernel ISA this machine
-// runs, it decodes a prompt and a few tokens over fp32, int8 and int4 KV caches with GqaKvCache, checking each step
-// against the stateless op continuing the same past (the same bits), and runs a QAttention against the scalar ISA's;
-// exits non-zero, naming the ISA and step, otherwise.
+// runs, it decodes a prompt and a few tokens over fp32, int8 and int4 KV caches with GqaKvCache, with and without a
+// window (past its capacity), checking each step against the stateless op continuing the same past (the same bits),
+// and runs a QAttention against the scalar ISA's; exits non-zero, naming the ISA and step, otherwise.
 // Built unoptimized through add_subdirectory as well, where it once met a misaligned store optimized builds hid.
 #include <algorithm>
 #include <cmath>
@@ -19,9 +19,11 @@ using namespace attnkit;
 
 namespace {
 
-// Returns an error message, or "" when every step matched.
-std::string check_decode(DType cache_dtype) {
-  constexpr int64_t N = 8, Nk = 2, H = 64, kSteps = 4;
+// Returns an error message, or "" when every step matched. With a window, the cache holds 12 rows and the steps
+// run past them (sliding_window_cache on the stateless side).
+std::string check_decode(DType cache_dtype, int64_t window) {
+  constexpr int64_t N = 8, Nk = 2, H = 64;
+  const int64_t steps = window ? 8 : 4, capacity = window ? 12 : 64;
   const int bits = cache_dtype == DType::kInt8 ? 8 : cache_dtype == DType::kUInt8 ? 4 : 0;
   const int64_t row = bits == 4 ? H / 2 : H;
   GqaAttributes attrs;
@@ -34,13 +36,16 @@ std::string check_decode(DType cache_dtype) {
   float scale = bits == 4 ? 0.2f : 0.01f;
   const TensorView scale_view{DType::kFloat32, {1}, &scale};
   GqaKvCache cache;
-  Status st = cache.init({1, Nk, H, 64, cache_dtype});
+  Status st = cache.init({1, Nk, H, capacity, cache_dtype, window});
   if (!st.ok()) return "init: " + st.message();
+  GqaAttributes stateless_attrs = attrs;
+  if (window) stateless_attrs.sliding_window_cache = 1, stateless_attrs.local_window_size = window;
 
   Tensor past_key, past_value;
-  past_key.reset(cache_dtype, {1, Nk, 0, row});  // a quantized prompt takes a typed empty past, as in ORT
-  past_value.reset(cache_dtype, {1, Nk, 0, row});
-  for (int64_t step = 0, length = 0; step < kSteps; ++step) {
+  // A quantized prompt takes a typed empty past, as in ORT; a window cache its whole (zeroed) buffer.
+  past_key.reset(cache_dtype, {1, Nk, window ? capacity : 0, row});
+  past_value.reset(cache_dtype, {1, Nk, window ? capacity : 0, row});
+  for (int64_t step = 0, length = 0; step < steps; ++step) {
     const int64_t S = step == 0 ? 9 : 1;
     std::vector<float> q(S * N * H), k(S * Nk * H), v(S * Nk * H);
     for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.05f * i + step);
@@ -63,7 +68,8 @@ std::string check_decode(DType cache_dtype) {
     in.seqlens_k = &seq_view;
     in.total_sequence_length = &total_view;
     GqaOutputs stateless;
-    if (!(st = group_query_attention(in, attrs, GqaRequest(), &stateless)).ok()) return "stateless: " + st.message();
+    if (!(st = group_query_attention(in, stateless_attrs, GqaRequest(), &stateless)).ok())
+      return "stateless: " + st.message();
     if (cached.storage != stateless.output.storage) return "step " + std::to_string(step) + " differs";
     past_key = std::move(stateless.present_key);
     past_value = std::move(stateless.present_value);
@@ -112,9 +118,12 @@ int main() {
   for (const char* isa : {"scalar", "avx2", "avx512", "neon", "wasm128"}) {
     if (attnkit_set_isa(isa) != 0) continue;  // not available here
     for (DType cache : {DType::kFloat32, DType::kInt8, DType::kUInt8}) {
-      if (!(error = check_decode(cache)).empty())
-        return std::fprintf(stderr, "%s, %s cache: %s\n", isa, dtype_name(cache), error.c_str()), 1;
-      ++checked;
+      for (int64_t window : {0, 8}) {
+        if (!(error = check_decode(cache, window)).empty())
+          return std::fprintf(stderr, "%s, %s cache, window %d: %s\n", isa, dtype_name(cache), static_cast<int>(window),
+                              error.c_str()), 1;
+        ++checked;
+      }
     }
     // The projection is exact on every ISA and the rest fp32: each output within 1e-5 of the tensor's peak from the
     // fp64 reference (the README's QAttention bound), so two ISAs within twice that of each other.
@@ -128,7 +137,7 @@ int main() {
     }
     if (!(worst <= 2e-5f * peak)) return std::fprintf(stderr, "%s: QAttention %g from scalar's\n", isa, worst), 1;
   }
-  std::printf("attnkit package consumer: %d ISA x cache combinations decode as the stateless op does, "
+  std::printf("attnkit package consumer: %d ISA x cache x window combinations decode as the stateless op does, "
               "QAttention agrees; %s\n", checked,
               attnkit_info_json());
   return checked > 0 ? 0 : 1;
