@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   base64ToBytes, bytesToBase64, compareTensors, f16ToFloat, floatToBf16, floatToF16, materializeTensor, splitmix64,
-  tensorToJson,
+  tensorToJson, windowCacheHeldRows,
 } from '../../js/case.js';
 
 test('splitmix64 matches the reference sequence for seed 0', () => {
@@ -59,4 +59,14 @@ test('compareTensors reports max abs/rel, the worst element and the allclose ver
   assert.equal(compareTensors(a, e, { atol: 0.1, rtol: 0.25 }).ok, true);
   assert.equal(compareTensors(a, e, { atol: 0, rtol: 0, include: (i) => i !== 1 }).ok, true);
   assert.equal(compareTensors({ ...a, shape: [1, 3] }, e).ok, false);
+});
+
+test('windowCacheHeldRows selects the rows a window cache holds (spec §2.9)', () => {
+  // Capacity 4, window 2: past 4 tokens the oldest 3 go at once. 6 tokens hold 3 rows, 2 tokens 2, 7 tokens 4.
+  const shape = [3, 1, 4, 2];
+  const include = windowCacheHeldRows(shape, Int32Array.from([5, 1, 6]), 2);
+  const held = Array.from({ length: 3 }, (_, b) => Array.from({ length: 8 }, (_, i) => include(b * 8 + i)));
+  assert.deepEqual(held[0], [true, true, true, true, true, true, false, false]);
+  assert.deepEqual(held[1], [true, true, true, true, false, false, false, false]);
+  assert.deepEqual(held[2], Array(8).fill(true));
 });
