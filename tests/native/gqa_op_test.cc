@@ -214,14 +214,7 @@ void check_point(const GridPoint& g, uint64_t seed) {
   for (AttentionPath path : paths) {
     SCOPED_TRACE(path == AttentionPath::kNaive ? "naive" : "flash");
     GqaOutputs one, three;
-    RunOptions options;
-    options.path = path;
-    options.threads = 1;
-    st = group_query_attention(in, c.attrs, c.request, &one, options);
-    ASSERT_TRUE(st.ok()) << st.message();
-    options.threads = 3;
-    ASSERT_TRUE(group_query_attention(in, c.attrs, c.request, &three, options).ok());
-    EXPECT_TRUE(same_bytes(one.output, three.output)) << "output differs between 1 and 3 threads";
+    ASSERT_NO_FATAL_FAILURE(run_one_and_three_threads(in, c.attrs, c.request, path, &one, &three));
     EXPECT_TRUE(same_bytes(one.present_key, three.present_key));
     EXPECT_TRUE(same_bytes(one.output_qk, three.output_qk)) << "output_qk differs between 1 and 3 threads";
 

@@ -56,14 +56,7 @@ void check_long_decode(int bits, int64_t window, const LongDecode& shape = LongD
   ASSERT_TRUE(reference::group_query_attention(in, c.attrs, c.request, &ref).ok());
 
   GqaOutputs one, three;
-  RunOptions options;
-  options.path = AttentionPath::kFlash;
-  options.threads = 1;
-  Status st = group_query_attention(in, c.attrs, c.request, &one, options);
-  ASSERT_TRUE(st.ok()) << st.message();
-  options.threads = 3;
-  ASSERT_TRUE(group_query_attention(in, c.attrs, c.request, &three, options).ok());
-  EXPECT_TRUE(same_bytes(one.output, three.output)) << "output differs between 1 and 3 threads";
+  ASSERT_NO_FATAL_FAILURE(run_one_and_three_threads(in, c.attrs, c.request, AttentionPath::kFlash, &one, &three));
   EXPECT_TRUE(same_bytes(one.present_key, ref.present_key)) << "present_key differs from the reference";
   EXPECT_TRUE(same_bytes(one.present_value, ref.present_value)) << "present_value differs from the reference";
   EXPECT_TRUE(same_bytes(three.present_key, ref.present_key));
@@ -73,8 +66,10 @@ void check_long_decode(int bits, int64_t window, const LongDecode& shape = LongD
   GqaCase cached = c;
   GqaInputs in_place_inputs = cached.inputs();
   GqaOutputs in_place;
+  RunOptions options;
+  options.path = AttentionPath::kFlash;
   options.threads = 2;
-  st = group_query_attention_in_place(in_place_inputs, cached.attrs, GqaRequest(), &in_place, options);
+  const Status st = group_query_attention_in_place(in_place_inputs, cached.attrs, GqaRequest(), &in_place, options);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_TRUE(same_bytes(one.output, in_place.output)) << "stateless and in-place outputs differ";
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "attnkit/gqa.h"
 #include "common/half.h"
 
@@ -93,6 +95,20 @@ OwnedTensor int_tensor(DType dtype, Shape shape, const std::vector<T>& values) {
 
 inline bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.shape == b.shape && a.dtype == b.dtype && a.storage == b.storage;
+}
+
+// The stateless op on `path` with 1 and with 3 threads: both must run, with the same output bits (results do not
+// depend on the thread count). Call through ASSERT_NO_FATAL_FAILURE.
+inline void run_one_and_three_threads(const GqaInputs& in, const GqaAttributes& attrs, const GqaRequest& request,
+                                      AttentionPath path, GqaOutputs* one, GqaOutputs* three) {
+  RunOptions options;
+  options.path = path;
+  options.threads = 1;
+  const Status st = group_query_attention(in, attrs, request, one, options);
+  ASSERT_TRUE(st.ok()) << st.message();
+  options.threads = 3;
+  ASSERT_TRUE(group_query_attention(in, attrs, request, three, options).ok());
+  EXPECT_TRUE(same_bytes(one->output, three->output)) << "output differs between 1 and 3 threads";
 }
 
 // A GQA call: attributes, request, and named input tensors (ORT input names).

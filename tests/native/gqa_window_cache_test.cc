@@ -98,14 +98,7 @@ void check(const WindowCase& w, bool staging, uint64_t seed) {
   for (AttentionPath path : {AttentionPath::kNaive, AttentionPath::kFlash}) {
     SCOPED_TRACE(path == AttentionPath::kNaive ? "naive" : "flash");
     GqaOutputs one, three, in_place;
-    RunOptions options;
-    options.path = path;
-    options.threads = 1;
-    st = group_query_attention(in, c.attrs, c.request, &one, options);
-    ASSERT_TRUE(st.ok()) << st.message();
-    options.threads = 3;
-    ASSERT_TRUE(group_query_attention(in, c.attrs, c.request, &three, options).ok());
-    EXPECT_TRUE(same_bytes(one.output, three.output)) << "output differs between 1 and 3 threads";
+    ASSERT_NO_FATAL_FAILURE(run_one_and_three_threads(in, c.attrs, c.request, path, &one, &three));
     EXPECT_TRUE(same_bytes(one.present_key, ref.present_key)) << "present_key differs from the reference";
     EXPECT_TRUE(same_bytes(one.present_value, ref.present_value)) << "present_value differs from the reference";
     EXPECT_TRUE(same_bytes(three.present_value, ref.present_value));
@@ -114,6 +107,9 @@ void check(const WindowCase& w, bool staging, uint64_t seed) {
     // In place: the same bits, and the buffer ends holding what the stateless present holds.
     GqaCase cached = c;
     GqaInputs cached_in = cached.inputs();
+    RunOptions options;
+    options.path = path;
+    options.threads = 3;
     st = group_query_attention_in_place(cached_in, cached.attrs, GqaRequest(), &in_place, options);
     ASSERT_TRUE(st.ok()) << st.message();
     EXPECT_TRUE(same_bytes(one.output, in_place.output)) << "stateless and in-place outputs differ";
