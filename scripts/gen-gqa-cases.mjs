@@ -14,7 +14,8 @@ const cases = [];
 
 // One case from a compact description: B, S, N, Nk, H, dtype; past = cache buffer length M (absent: no past);
 // seqlens (default: every entry full, past + S - 1); T (default max seqlens + 1); L = key/value length (0: shared
-// KV); packed; rotary { R, interleaved, maxPos, positionIds }; bias [dim0, dim1]; sink; quant { type, bits };
+// KV); packed; rotary { R, interleaved, maxPos, positionIds }; qkNorm (q/k_norm_weight); bias [dim0, dim1]; sink;
+// quant { type, bits };
 // cacheDtype; attrs; tol; ort; note; mutate(case) for validation cases that break one rule.
 function gqa(o) {
   const { name, B = 1, N = 4, Nk = 2, H = 16, dtype = 'float32' } = o;
@@ -50,6 +51,11 @@ function gqa(o) {
     inputs.cos_cache = rnd(dtype, [maxPos, R / 2], -1, 1);
     inputs.sin_cache = rnd(dtype, [maxPos, R / 2], -1, 1);
     if (o.rotary.positionIds) inputs.position_ids = dat('int64', [B, S], o.rotary.positionIds);
+  }
+  if (o.qkNorm) {
+    // RMSNorm weights as trained ones sit: around 1.
+    inputs.q_norm_weight = rnd(dtype, [H], 0.5, 1.5);
+    inputs.k_norm_weight = rnd(dtype, [H], 0.5, 1.5);
   }
   if (o.bias) inputs.attention_bias = rnd(dtype, [o.bias[0], o.bias[1], S, T], -2, 2);
   if (o.sink) inputs.head_sink = rnd(dtype, [N], -1, 1);
@@ -244,6 +250,30 @@ gqa({ name: 'models/gemma3-local-layer-window-cache-int8-decode', S: 1, past: 10
   cacheDtype: 'int8', quant: PC8, tol: Q8, note: QNOTE, attrs: { sliding_window_cache: 1, local_window_size: 1024 } });
 seed = seedBefore;
 
+// ---- q_norm_weight / k_norm_weight (the QK RMSNorm of Qwen3 and Gemma 3 layers, before rotary): ORT 1.30's CPU
+// and wasm EPs refuse them, its WebGPU EP runs them (probed: its output is ORT CPU's on rows normalized
+// beforehand, within 2.4e-7), so these cases are checked against the reference here and against WebGPU in the
+// browser suite and the comparison. Seeds start at 30000.
+seed = 30000;
+const QKNORM_CPU_SKIP = 'skip-cpu: the CPU EP refuses q_norm_weight / k_norm_weight (the WebGPU EP runs them)';
+const norm = (name, o) => gqa({ name: `qk-norm/${name}`, rotary: {}, qkNorm: true, ort: QKNORM_CPU_SKIP, ...o });
+norm('prompt', { S: 8, N: 4, Nk: 2, H: 32 });
+norm('decode-past37-h64', { S: 1, past: 37, N: 4, Nk: 2, H: 64 });
+norm('chunk-interleaved', { S: 5, past: 16, seqlens: [20], H: 32, rotary: { interleaved: true } });
+norm('partial-rotary', { S: 6, N: 4, Nk: 2, H: 32, rotary: { R: 16 } });
+norm('decode-ragged-batch3-position-ids', { B: 3, S: 1, past: 20, seqlens: [5, 19, 11], T: 20, H: 32, rotary: { positionIds: [5, 19, 11] } });
+norm('epsilon-0.1-prompt', { S: 4, H: 16, attrs: { qk_norm_epsilon: 0.1 } });
+norm('window-bias-sink-decode', { S: 1, past: 30, H: 32, bias: [1, 4], sink: true, attrs: { local_window_size: 8 } });
+norm('qk-output-prompt', { S: 6, H: 16, attrs: { qk_output: 1 } });
+norm('fp16-prompt', { dtype: F16, S: 8, H: 32 });
+norm('bf16-decode', { dtype: BF16, S: 1, past: 12, H: 32, ort: BF16_SKIP });
+norm('int8-per-channel-decode', { S: 1, past: 40, H: 64, cacheDtype: 'int8', quant: PC8, tol: Q8, note: QNOTE });
+norm('int4-per-tensor-chunk', { S: 4, past: 24, H: 32, cacheDtype: 'uint8', quant: PT4, tol: Q4, note: QNOTE });
+norm('window-cache-decode', { S: 1, past: 16, seqlens: [40], H: 32, attrs: { sliding_window_cache: 1, local_window_size: 8 } });
+gqa({ name: 'models/qwen3-0.6b-qk-norm-decode', S: 1, past: 300, N: 16, Nk: 8, H: 128, rotary: {}, qkNorm: true, ort: QKNORM_CPU_SKIP });
+gqa({ name: 'models/qwen3-0.6b-qk-norm-int8-prefill', S: 64, past: 0, N: 16, Nk: 8, H: 128, rotary: {}, qkNorm: true, cacheDtype: 'int8', quant: PC8, tol: Q8, note: QNOTE, ort: QKNORM_CPU_SKIP });
+seed = seedBefore;
+
 // ================= validation cases: exit 2 and a message naming the input or attribute =================
 const e = (name, o, expectError) => gqa({ name: `invalid/${name}`, ...o, expectError });
 // spec §8
@@ -301,7 +331,7 @@ e('attention-bias-last-dim', { S: 4, bias: [1, 1], mutate: (c) => { c.inputs.att
 e('attention-bias-batch-dim', { B: 2, S: 4, bias: [1, 1], mutate: (c) => { c.inputs.attention_bias.shape = [3, 1, 4, 4]; } }, 'attention_bias');
 e('attention-bias-rank-3', { S: 4, bias: [1, 1], mutate: (c) => { c.inputs.attention_bias.shape = [1, 4, 4]; } }, 'attention_bias');
 e('head-sink-wrong-length', { S: 4, sink: true, mutate: (c) => { c.inputs.head_sink.shape = [3]; } }, 'head_sink');
-e('q-norm-weight-rejected', { S: 4, mutate: (c) => { c.inputs.q_norm_weight = { dtype: 'float32', shape: [16], random: { seed: 1 } }; } }, 'q_norm_weight');
+e('qk-norm-q-without-k', { S: 4, mutate: (c) => { c.inputs.q_norm_weight = { dtype: 'float32', shape: [16], random: { seed: 1 } }; } }, 'q_norm_weight and k_norm_weight must be provided together');
 e('absurd-query-size', { S: 4, mutate: (c) => { c.inputs.query.shape = [1, 4000000000, 4000000000]; } }, 'query');
 e('absurd-past-length', { S: 1, past: 4, mutate: (c) => { c.inputs.past_key.shape = [1, 2, 1099511627776, 16]; c.inputs.past_value.shape = [1, 2, 1099511627776, 16]; } }, 'past_key');
 e('absurd-total-length', { S: 1, past: 4, seqlens: [4], T: 2000000000 }, 'total_sequence_length');
@@ -314,6 +344,12 @@ e('window-cache-without-window', { S: 1, past: 8, attrs: { sliding_window_cache:
 e('window-cache-qk-output', { S: 1, past: 8, attrs: { sliding_window_cache: 1, local_window_size: 4, qk_output: 1 } }, 'qk_output');
 e('window-cache-padded-prompt', { B: 2, S: 4, past: 8, seqlens: [3, 1], T: 4, attrs: { sliding_window_cache: 1, local_window_size: 2 } }, 'seqlens_k');
 e('window-cache-2', { S: 1, past: 8, attrs: { sliding_window_cache: 2, local_window_size: 4 } }, 'sliding_window_cache');
+// q_norm_weight / k_norm_weight: ORT's WebGPU EP's rules and messages (the first three), and the weights' shape and type
+e('qk-norm-without-rotary', { S: 4, qkNorm: true }, 'q_norm_weight / k_norm_weight require do_rotary=1');
+e('qk-norm-packed-qkv', { packed: true, S: 4, rotary: {}, qkNorm: true }, 'q_norm_weight / k_norm_weight are not supported when QKV is packed');
+e('qk-norm-weight-2d', { S: 4, rotary: {}, qkNorm: true, mutate: (c) => { c.inputs.q_norm_weight.shape = [1, 16]; } }, 'q_norm_weight: must be a 1-D tensor of shape [head_size=16], got');
+e('qk-norm-weight-float16', { S: 4, rotary: {}, qkNorm: true, mutate: (c) => { c.inputs.k_norm_weight.dtype = 'float16'; } }, 'k_norm_weight: dtype must be float32');
+e('qk-norm-negative-epsilon', { S: 4, rotary: {}, qkNorm: true, attrs: { qk_norm_epsilon: -1 } }, 'qk_norm_epsilon');
 
 const all = writeAll();
 console.log(`${all.length} cases written to ${dir}`);

@@ -1,5 +1,5 @@
 // attnkit reference: GroupQueryAttention oracle (spec/ort-semantics.md §2, §3, §6).
-// One straight loop nest per stage: rotate, build present, then score/mask/softmax/sum per query row.
+// One straight loop nest per stage: normalize and rotate, build present, then score/mask/softmax/sum per query row.
 // Rotary is evaluated in float with ORT's exact formula (mul, mul, then sub/add), because its result
 // is what ORT stores in present and quantizes; scores, softmax and sums are double.
 #include "gqa_reference.h"
@@ -47,6 +47,15 @@ void rotate(const GqaProblem& p, int64_t position, float* x) {
     x[a] = xa_c - xb_s;
     x[b] = xb_c + xa_s;
   }
+}
+
+// The q/k_norm_weight prologue, x * (1/sqrt(mean(x^2) + epsilon)) * w in float like rotary (the normalized rows
+// are what the cache stores and quantizes); only the sum of squares is double.
+void rms_normalize(const GqaProblem& p, const TensorView* weight, float* x) {
+  double sum = 0.0;
+  for (int64_t d = 0; d < p.head_size; ++d) sum += static_cast<double>(x[d]) * x[d];
+  const float inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(p.head_size) + p.qk_norm_epsilon));
+  for (int64_t d = 0; d < p.head_size; ++d) x[d] = x[d] * inv * load_float(weight->data, weight->dtype, d);
 }
 
 // Raw (unrotated) head row of query head h / key or value kv head g at token t, as float.
@@ -97,6 +106,7 @@ void build_present(const GqaProblem& p, Part part, Tensor* present) {
       }
       for (int64_t l = 0; l < p.kv_seq; ++l) {
         std::vector<float> x = load_head_row(p, part, b, l, g);
+        if (part == Part::kKey && p.qk_norm) rms_normalize(p, p.inputs->k_norm_weight, x.data());
         if (part == Part::kKey && p.rotary) rotate(p, p.positions[b * p.seq + l], x.data());
         uint8_t* row = dst + (p.past_len[b] + l) * row_bytes;
         if (p.quant == KvQuant::kNone) {
@@ -234,6 +244,7 @@ Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs
       const int64_t g = h / p.group;
       for (int64_t i = 0; i < S; ++i) {
         std::vector<float> qf = load_head_row(p, Part::kQuery, b, i, h);
+        if (p.qk_norm) rms_normalize(p, inputs.q_norm_weight, qf.data());
         if (p.rotary) rotate(p, p.positions[b * S + i], qf.data());
         // ORT keeps the rotated query in T, so a 16-bit query is rounded once here.
         for (float& v : qf) v = round_to(p.dtype, v);

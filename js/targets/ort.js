@@ -3,7 +3,7 @@
 // handled here come from probing (/work/shared/notes/webgpu-and-peers.md): presents are always requested with past.
 import { readFileSync } from 'node:fs';
 import onnxProto from 'onnx-proto';
-import { materializeInputs, normalizeCase } from '../case.js';
+import { materializeInputs, normalizeCase, ortSkipReason } from '../case.js';
 
 const { onnx } = onnxProto;
 
@@ -242,9 +242,9 @@ function ortTarget(backend, id, label) {
     divergenceNote(caseObj) {
       return backend === 'node' && ortNodeSaturates(caseObj) ? "ORT's u8 x s8 product saturates on x86 without VNNI" : null;
     },
-    // Cases that ORT 1.30 cannot run say so in their "ort" field ("skip: reason").
+    // Cases that ORT 1.30 cannot run say so in their "ort" field.
     skipReason(caseObj) {
-      return typeof caseObj.ort === 'string' && caseObj.ort.startsWith('skip') ? caseObj.ort.replace(/^skip:\s*/, '') : null;
+      return ortSkipReason(caseObj, 'cpu');
     },
     async run(caseObj, { threads = 1, repeat = 5, budgetMs = 2000 } = {}) {
       try {

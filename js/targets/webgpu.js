@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { materializeInputs, normalizeCase } from '../case.js';
+import { materializeInputs, normalizeCase, ortSkipReason } from '../case.js';
 import { buildModelBytes } from './ort.js';
 import { repoRoot } from './native.js';
 
@@ -188,11 +188,6 @@ async function browserReason() {
   return browserUnavailableReason();
 }
 
-// A case's own "ort" field ("skip: reason") says ORT 1.30 cannot run it at all.
-function ortSkip(caseObj) {
-  return typeof caseObj.ort === 'string' && caseObj.ort.startsWith('skip') ? caseObj.ort.replace(/^skip:\s*/, '') : null;
-}
-
 export const webgpuOrtTarget = {
   id: 'webgpu-ort',
   label: 'ORT 1.30 WebGPU (Chromium)',
@@ -209,7 +204,7 @@ export const webgpuOrtTarget = {
   skipReason(caseObj) {
     if (caseObj.op === 'QAttention') return 'ORT WebGPU EP has no QAttention';
     if (caseObj.attrs?.sliding_window_cache === 1) return 'ORT WebGPU EP: sliding_window_cache=1 is not implemented';
-    return ortSkip(caseObj);
+    return ortSkipReason(caseObj, 'webgpu');
   },
   async run(caseObj, { repeat = 5 } = {}) {
     return runOrtWebgpu(caseObj, { repeat });

@@ -211,8 +211,8 @@ async function runSmallCase(attnkit, { threads }) {
   return { build: info.build, reason: info.reason, threads: info.threads, output: Array.from(result.output.data) };
 }
 
-// The six cases cover: a long prompt and a chunked prompt with S >= 32 (wrong unless subgroups are hidden from
-// ORT), decode, rotary, and the two features ORT's WebGPU EP gets wrong.
+// The cases cover: a long prompt and a chunked prompt with S >= 32 (wrong unless subgroups are hidden from
+// ORT), decode, rotary, the QK RMSNorm of q/k_norm_weight, and the two features ORT's WebGPU EP gets wrong.
 describe('ORT WebGPU EP (SwiftShader) vs the fp64 reference', () => {
   // npm test installs Chromium and builds the CLI: a missing one is a failure, not a skip.
   before(() => assert.ok(!browserReason && !cliReason, browserReason ?? cliReason));
@@ -221,7 +221,10 @@ describe('ORT WebGPU EP (SwiftShader) vs the fp64 reference', () => {
   // WebGPU computes in fp32 on SwiftShader. Outputs are convex combinations of values in [-1, 1], so the corpus
   // cases' own tolerance (atol 1e-5, rtol 1e-5) bounds them; measured here: max abs 1.4e-7 (75x margin). The
   // known divergences are off by more than 1e-1, so the verdicts cannot flip on noise.
-  const agreeing = ['prompt--s129-h64', 'chunked--past64-s33-h128', 'decode--past37', 'rotary--split-prompt'];
+  // The q/k_norm_weight cases have no other ORT to agree with: ORT's CPU EP refuses those inputs.
+  const agreeing = ['prompt--s129-h64', 'chunked--past64-s33-h128', 'decode--past37', 'rotary--split-prompt',
+    'qk-norm--prompt', 'qk-norm--chunk-interleaved', 'qk-norm--partial-rotary', 'qk-norm--epsilon-0.1-prompt',
+    'models--qwen3-0.6b-qk-norm-decode'];
 
   test('the adapter ORT sees has no subgroup features', async () => {
     const seen = await adapterFeatures();

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   base64ToBytes, bytesToBase64, compareTensors, f16ToFloat, floatToBf16, floatToF16, materializeTensor, splitmix64,
-  tensorToJson, windowCacheHeldRows,
+  ortSkipReason, tensorToJson, windowCacheHeldRows,
 } from '../../js/case.js';
 
 test('splitmix64 matches the reference sequence for seed 0', () => {
@@ -69,4 +69,12 @@ test('windowCacheHeldRows selects the rows a window cache holds (spec §2.9)', (
   assert.deepEqual(held[0], [true, true, true, true, true, true, false, false]);
   assert.deepEqual(held[1], [true, true, true, true, false, false, false, false]);
   assert.deepEqual(held[2], Array(8).fill(true));
+});
+
+test('the "ort" field skips every EP, or with skip-cpu only the CPU and wasm EPs', () => {
+  assert.equal(ortSkipReason({ ort: 'skip: no bfloat16 kernel' }, 'cpu'), 'no bfloat16 kernel');
+  assert.equal(ortSkipReason({ ort: 'skip: no bfloat16 kernel' }, 'webgpu'), 'no bfloat16 kernel');
+  assert.equal(ortSkipReason({ ort: 'skip-cpu: refuses q_norm_weight' }, 'cpu'), 'refuses q_norm_weight');
+  assert.equal(ortSkipReason({ ort: 'skip-cpu: refuses q_norm_weight' }, 'webgpu'), null);
+  assert.equal(ortSkipReason({}, 'cpu'), null);
 });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import * as attnkit from '../../js/index.js';
-import { normalizeCase } from '../../js/case.js';
+import { normalizeCase, ortSkipReason } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, runNative } from '../../js/targets/native.js';
 import { ortNodeSaturates, runOrt } from '../../js/targets/ort.js';
@@ -95,6 +95,12 @@ function gqaCase(g, index) {
     inputs.cos_cache = g.random(dtype, [T + 8, R / 2], -1, 1);
     inputs.sin_cache = g.random(dtype, [T + 8, R / 2], -1, 1);
   }
+  // q/k_norm_weight (Qwen3- and Gemma 3-style QK RMSNorm) needs rotary and separate K/V; ORT's CPU EP refuses it.
+  const qkNorm = attrs.do_rotary === 1 && !packed && g.chance(0.3);
+  if (qkNorm) {
+    inputs.q_norm_weight = g.random(dtype, [H], 0.5, 1.5);
+    inputs.k_norm_weight = g.random(dtype, [H], 0.5, 1.5);
+  }
   if (g.chance(0.25)) attrs.softcap = g.pick([1.5, 30, 50]);
   if (g.chance(0.25) && !attrs.sliding_window_cache) attrs.local_window_size = g.int(1, T);
   if (g.chance(0.15)) attrs.smooth_softmax = 1;
@@ -113,11 +119,12 @@ function gqaCase(g, index) {
       inputs.v_scale = g.random('float32', [1, Nk, 1, H], base * 0.6, base * 1.2);
     }
   }
-  return { name: `fuzz/gqa-${SEED}-${index} ${mode}${attrs.sliding_window_cache ? ' window-cache' : ''} ${dtype}${bits ? ` int${bits}` : ''} B${B} S${S} past ${past ?? '-'} `
+  return { name: `fuzz/gqa-${SEED}-${index} ${mode}${attrs.sliding_window_cache ? ' window-cache' : ''}${qkNorm ? ' qk-norm' : ''} ${dtype}${bits ? ` int${bits}` : ''} B${B} S${S} past ${past ?? '-'} `
     + `N${N}/${Nk} H${H}`, op: 'GroupQueryAttention', attrs, inputs, outputs: ['output', 'present_key', 'present_value'],
   tolerance: ORT_TOL[dtype], ...(dtype === 'bfloat16' ? { ort: 'skip: no bfloat16 kernel' } : {}),
   ...(attrs.sliding_window_cache && bits && (bits === 8 ? H : H / 2) % 16
-    ? { ort: 'skip: ORT refuses a quantized window cache whose rows are not a multiple of 16 bytes' } : {}) };
+    ? { ort: 'skip: ORT refuses a quantized window cache whose rows are not a multiple of 16 bytes' } : {}),
+  ...(qkNorm ? { ort: 'skip-cpu: the CPU EP refuses q_norm_weight / k_norm_weight' } : {}) };
 }
 
 // QAttention with realistic weights (zero-centred: uint8 weights always carry a zero point near 128; uncentred ones
@@ -235,7 +242,7 @@ for (const { c, tolerance } of cases) {
     const replay = `\ncase: ${JSON.stringify(c)}`;
     const ref = await runNative(c, { reference: true });
     assert.equal(ref.error, undefined, `attnkit --reference failed: ${ref.error}${replay}`);
-    const ort = c.ort ? null : await runOrt(c, { backend: ortNodeSaturates(c) ? 'web' : 'node' });
+    const ort = ortSkipReason(c, 'cpu') ? null : await runOrt(c, { backend: ortNodeSaturates(c) ? 'web' : 'node' });
     for (const variant of variants) {
       const run = await runNative(c, variant);
       const where = `attnkit ${JSON.stringify(variant)}`;

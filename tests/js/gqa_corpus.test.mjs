@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { normalizeCase } from '../../js/case.js';
+import { normalizeCase, ortSkipReason } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, repoRoot, runNative } from '../../js/targets/native.js';
 import { runOrt } from '../../js/targets/ort.js';
@@ -24,12 +24,8 @@ for (const f of readdirSync(caseDir).filter((n) => n.endsWith('.json')).sort()) 
   });
 }
 
-function ortSkipReason(c) {
-  return typeof c.ort === 'string' && c.ort.startsWith('skip') ? c.ort.replace(/^skip:\s*/, '') : null;
-}
-
 function testName(c) {
-  const skip = ortSkipReason(c);
+  const skip = ortSkipReason(c, 'cpu');
   if (c.expect_error) return `${c.name} rejects with exit 2 ("${c.expect_error}")`;
   if (skip) return `${c.name} vs reference only (ORT 1.30: ${skip})`;
   return `${c.name} vs reference and ORT 1.30`;
@@ -79,7 +75,7 @@ for (const { file, case: c } of corpus) {
     const first = await runNative(file, variants[0]);
     const ref = await runNative(file, { reference: true });
     assert.equal(ref.error, undefined, `attnkit --reference failed (exit ${ref.exitCode}): ${ref.error}`);
-    const ort = ortSkipReason(c) ? null : await runOrt(c, { backend: 'node' });
+    const ort = ortSkipReason(c, 'cpu') ? null : await runOrt(c, { backend: 'node' });
 
     for (const [i, variant] of variants.entries()) {
       const run = i === 0 ? first : await runNative(file, variant);

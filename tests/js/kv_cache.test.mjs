@@ -66,9 +66,17 @@ const scales = {
   v_scale: random('float32', [Nk * H], 201, 0.005, 0.01),
 };
 
+const qkNorm = {
+  q_norm_weight: random('float32', [H], 300, 0.5, 1.5),
+  k_norm_weight: random('float32', [H], 301, 0.5, 1.5),
+};
+
 for (const build of ['simd-threaded', 'simd']) {
   test(`${build}: float32 cache with rotary matches the stateless op step by step`, () =>
     checkCacheMatchesStateless(build, 'float32', { num_heads: N, kv_num_heads: Nk, do_rotary: 1 }, rotary));
+  test(`${build}: an int8 cache with rotary and q/k_norm_weight matches the stateless op step by step`, () =>
+    checkCacheMatchesStateless(build, 'int8', { num_heads: N, kv_num_heads: Nk, do_rotary: 1, ...quant(8) },
+      { ...rotary, ...scales, ...qkNorm }));
   test(`${build}: int8 and int4 caches match the stateless op step by step`, async () => {
     await checkCacheMatchesStateless(build, 'int8', { num_heads: N, kv_num_heads: Nk, ...quant(8) }, scales);
     await checkCacheMatchesStateless(build, 'uint8', { num_heads: N, kv_num_heads: Nk, ...quant(4) }, scales);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
 import * as attnkit from '../../js/index.js';
-import { normalizeCase } from '../../js/case.js';
+import { normalizeCase, ortSkipReason } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { repoRoot } from '../../js/targets/native.js';
 import { runOrt } from '../../js/targets/ort.js';
@@ -19,7 +19,7 @@ for (const dir of ['gqa', 'qattention']) {
     const doc = JSON.parse(readFileSync(join(folder, f), 'utf8'));
     for (const raw of Array.isArray(doc) ? doc : [doc]) {
       if (raw.expect_error) continue;
-      if (typeof raw.ort === 'string' && raw.ort.startsWith('skip')) continue;
+      if (ortSkipReason(raw, 'cpu')) continue;
       const c = normalizeCase(raw);
       // The perf-sized prompts take seconds on ORT's wasm build; the native corpus test covers them.
       if (c.name.includes('/perf/')) continue;

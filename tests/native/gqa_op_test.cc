@@ -29,12 +29,12 @@ const int64_t kHeadSizes[] = {8, 64, 80, 128, 256};
 enum Feature {
   kPlain, kRotarySplit, kRotaryInterleaved, kRotaryPartialPositionIds, kPositionIds, kNonCausal,
   kWindow, kSoftcap, kBias, kHeadSink, kSmoothSoftmax, kQkBefore, kQkAfter, kPacked, kRagged,
-  kWindowSoftcapBiasSink, kFeatureCount
+  kWindowSoftcapBiasSink, kQkNorm, kFeatureCount
 };
 const char* kFeatureNames[] = {"plain", "rotary-split", "rotary-interleaved", "rotary-partial-posids",
                                "position-ids", "causal0", "window", "softcap", "bias", "head-sink",
                                "smooth-softmax", "qk-before", "qk-after", "packed", "ragged",
-                               "window+softcap+bias+sink"};
+                               "window+softcap+bias+sink", "qk-norm"};
 const DType kDtypes[] = {DType::kFloat32, DType::kFloat32, DType::kFloat16, DType::kBFloat16};
 struct CacheKind { const char* quant; int bits; };
 const CacheKind kCaches[] = {{"NONE", 0}, {"NONE", 0}, {"NONE", 0}, {"PER_TENSOR", 8},
@@ -78,7 +78,7 @@ GridPoint grid_point(int i) {
   if (g.seq > 1 && g.past > 0) g.batch = 1;
   // Rotary needs head_size % 16 == 0: the one head size that is not moves up to 16.
   const bool rotary = g.feature == kRotarySplit || g.feature == kRotaryInterleaved ||
-                      g.feature == kRotaryPartialPositionIds || g.feature == kPositionIds;
+                      g.feature == kRotaryPartialPositionIds || g.feature == kPositionIds || g.feature == kQkNorm;
   if (rotary && g.head_size % 16 != 0) g.head_size = 16;
   // Keep the fp64 reference affordable: about 1.5e8 multiply-adds per case at most.
   auto work = [&] { return g.batch * g.heads * g.seq * (g.past + g.seq) * g.head_size; };
@@ -125,6 +125,11 @@ GqaCase build(const GridPoint& g, uint64_t seed) {
       c.set("position_ids", int_tensor<int64_t>(DType::kInt64, {g.batch, g.seq}, ids));
       break;
     }
+    case kQkNorm:
+      add_rotary(&c, g.dtype, max_pos, g.head_size / 2, false);
+      c.set("q_norm_weight", random_tensor(g.dtype, {g.head_size}, seed + 9, 0.5, 1.5));
+      c.set("k_norm_weight", random_tensor(g.dtype, {g.head_size}, seed + 10, 0.5, 1.5));
+      break;
     case kNonCausal: a.causal = 0; break;
     case kWindow: a.local_window_size = std::max<int64_t>(1, total / 3); break;
     case kSoftcap: a.softcap = 0.8f; break;

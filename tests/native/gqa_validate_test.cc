@@ -206,16 +206,36 @@ TEST(GqaValidate, RequiredAndRejectedInputs) {
   { GqaCase c = prompt(); c.erase("query"); expect_error(c, "query: required"); }
   { GqaCase c = prompt(); c.erase("seqlens_k"); expect_error(c, "seqlens_k: required"); }
   { GqaCase c = prompt(); c.erase("total_sequence_length"); expect_error(c, "total_sequence_length: required"); }
-  {
-    GqaCase c = prompt();
+}
+
+// q/k_norm_weight under ORT's WebGPU EP's rules (its CPU EP refuses them), and their shape and type.
+TEST(GqaValidate, QkNormWeights) {
+  auto with_norm = [](bool rotary, bool packed = false) {
+    CaseSpec s;
+    s.batch = 2, s.seq = 4, s.heads = 4, s.kv_heads = 2, s.head_size = 16, s.packed = packed;
+    GqaCase c = make_case(s);
+    if (rotary) add_rotary(&c, DType::kFloat32, 16, 8, false);
     c.set("q_norm_weight", random_tensor(DType::kFloat32, {16}, 3));
-    expect_error(c, "q_norm_weight / k_norm_weight inputs are not supported on CPU, as in ORT");
+    c.set("k_norm_weight", random_tensor(DType::kFloat32, {16}, 4));
+    return c;
+  };
+  { GqaCase c = with_norm(true); c.erase("k_norm_weight"); expect_error(c, "q_norm_weight and k_norm_weight must be provided together"); }
+  { GqaCase c = with_norm(true); c.erase("q_norm_weight"); expect_error(c, "must be provided together"); }
+  expect_error(with_norm(false), "q_norm_weight / k_norm_weight require do_rotary=1");
+  expect_error(with_norm(true, true), "q_norm_weight / k_norm_weight are not supported when QKV is packed");
+  {
+    GqaCase c = with_norm(true);
+    c.set("k_norm_weight", random_tensor(DType::kFloat32, {32}, 4));
+    expect_error(c, "k_norm_weight: must be a 1-D tensor of shape [head_size=16], got [32]");
   }
   {
-    GqaCase c = prompt();
-    c.set("k_norm_weight", random_tensor(DType::kFloat32, {16}, 3));
-    expect_error(c, "not supported on CPU");
+    GqaCase c = with_norm(true);
+    c.set("q_norm_weight", random_tensor(DType::kFloat16, {16}, 3));
+    expect_error(c, "q_norm_weight: dtype must be float32 like query, got float16");
   }
+  { GqaCase c = with_norm(true); c.attrs.qk_norm_epsilon = -1e-6f; expect_error(c, "qk_norm_epsilon = -0.000001 must be finite and >= 0"); }
+  { GqaCase c = with_norm(true); c.attrs.qk_norm_epsilon = NAN; expect_error(c, "qk_norm_epsilon"); }
+  { GqaCase c = with_norm(true); c.attrs.qk_norm_epsilon = 0.0f; expect_ok(c); }
 }
 
 TEST(GqaValidate, StorageSanity) {

@@ -25,7 +25,7 @@ struct GqaAttributes {
   std::string v_quant_type = "NONE";
   int64_t kv_cache_bit_width = 0;     // 0 unquantized; 8 (int8 cache) or 4 (uint8, packed nibbles)
   int64_t sliding_window_cache = 0;
-  float qk_norm_epsilon = 1e-6f;
+  float qk_norm_epsilon = 1e-6f;    // >= 0; with q/k_norm_weight
 };
 
 // Absent optional inputs are nullptr. The views must stay valid for the call.
@@ -44,6 +44,9 @@ struct GqaInputs {
   const TensorView* head_sink = nullptr;
   const TensorView* k_scale = nullptr;
   const TensorView* v_scale = nullptr;
+  // (H) each, dtype of query, given together with do_rotary = 1 and separate key/value: every new query and key
+  // head row x becomes x / sqrt(mean(x^2) + qk_norm_epsilon) * weight before rotary, as ORT's WebGPU EP computes
+  // (its CPU EP refuses these inputs).
   const TensorView* q_norm_weight = nullptr;
   const TensorView* k_norm_weight = nullptr;
 };

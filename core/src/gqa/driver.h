@@ -48,8 +48,8 @@ void prefetch_bytes(const void* address, size_t bytes, bool for_write);
 // Issues prefetch_bytes for the query row (b, head h, position s) that load_query_row reads.
 void prefetch_query_row(const GqaProblem& p, int64_t b, int64_t h, int64_t s);
 
-// Query row (b, head h, position s) as fp32, rotated; rounded through T when T is 16-bit, as ORT stores
-// the rotated query. `work` holds rotary_dim + head_size floats.
+// Query row (b, head h, position s) as fp32, RMS-normalized (q_norm_weight) and rotated; rounded through T when
+// T is 16-bit, as ORT stores the rotated query. `work` holds rotary_dim + head_size floats.
 void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64_t h, int64_t s, float* row,
                     float* work);
 // Writes the present cache per spec §2.6 into buffers of shape (B, Nk, Mp, row): past rows are copied

@@ -1,6 +1,6 @@
 // attnkit: GroupQueryAttention entry point and the stages before attention.
-// Validation has already derived every length (problem.h); here the query is rotated into fp32 and
-// the present cache is assembled exactly as ORT's ConcatStateChunkGQA does, quantizing on write.
+// Validation has already derived every length (problem.h); here the query is normalized and rotated into fp32
+// and the present cache is assembled exactly as ORT's ConcatStateChunkGQA does, quantizing on write.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -61,6 +61,15 @@ void rotate_row(const GqaProblem& p, const KernelTable& kt, int64_t pos, float* 
   kt.rotary.apply(row, c, s, static_cast<size_t>(p.rotary_dim), p.rotary_interleaved, row);
 }
 
+// The RMSNorm prologue of q/k_norm_weight, as ORT's WebGPU EP computes it: x * (1/sqrt(mean(x^2) + epsilon)) * w.
+// The squares are summed in double in index order, so every ISA and wasm give the same bits.
+void rms_normalize(const GqaProblem& p, const float* weight, float* row) {
+  double sum = 0.0;
+  for (int64_t d = 0; d < p.head_size; ++d) sum += static_cast<double>(row[d]) * row[d];
+  const float inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(p.head_size) + p.qk_norm_epsilon));
+  for (int64_t d = 0; d < p.head_size; ++d) row[d] = row[d] * inv * weight[d];
+}
+
 // Element offset of head `head` (in the packed [Q | K | V] head numbering, or the plain tensor's) of
 // token (b, s) in a BSNH-flattened input with `heads_in_row` heads per token.
 size_t token_head_offset(const GqaProblem& p, int64_t b, int64_t s, int64_t tokens, int64_t heads_in_row,
@@ -114,6 +123,10 @@ void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64
   const int64_t row_heads = p.packed_qkv ? p.heads + 2 * p.kv_heads : p.heads;
   load_float_row(kt, p.inputs->query->data, p.dtype, token_head_offset(p, b, s, p.seq, row_heads, h), H, row);
   if (!p.rotary) return;
+  if (p.qk_norm) {
+    load_float_row(kt, p.inputs->q_norm_weight->data, p.dtype, 0, static_cast<size_t>(H), work);
+    rms_normalize(p, work, row);
+  }
   rotate_row(p, kt, p.positions[b * p.seq + s], row, work);
   if (is_16bit_float(p.dtype)) {
     uint16_t* rounded = reinterpret_cast<uint16_t*>(work + p.rotary_dim);
@@ -147,7 +160,11 @@ void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, i
   const size_t row_bytes = static_cast<size_t>(p.cache_row_bytes);
   const int64_t row_heads = p.packed_qkv ? p.heads + 2 * Nk : Nk;
   std::vector<float> row(static_cast<size_t>(H)), cs(static_cast<size_t>(p.rotary_dim));
-  std::vector<float> inv_k(static_cast<size_t>(H)), inv_v(static_cast<size_t>(H));
+  std::vector<float> inv_k(static_cast<size_t>(H)), inv_v(static_cast<size_t>(H)), k_norm;
+  if (p.qk_norm) {
+    k_norm.resize(static_cast<size_t>(H));
+    load_float_row(kt, p.inputs->k_norm_weight->data, p.dtype, 0, static_cast<size_t>(H), k_norm.data());
+  }
   if (p.quant != KvQuant::kNone) {
     inverse_scales(p, p.inputs->k_scale, g, inv_k.data());
     inverse_scales(p, p.inputs->v_scale, g, inv_v.data());
@@ -174,6 +191,7 @@ void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, i
       const int64_t dst_row = p.past_len[b] + s;
       if (dst_row >= Mp) break;  // validation guarantees room; defensive against overflow
       load_float_row(kt, input->data, p.dtype, token_head_offset(p, b, s, L, row_heads, head), H, row.data());
+      if (kv == 0 && p.qk_norm) rms_normalize(p, k_norm.data(), row.data());
       if (kv == 0 && p.rotary) rotate_row(p, kt, p.positions[b * p.seq + s], row.data(), cs.data());
       store_cache_row(p, kt, row.data(), kv == 0 ? inv_k.data() : inv_v.data(), dst + dst_row * row_bytes);
     }

@@ -490,6 +490,28 @@ Status check_bias_and_sink(const GqaInputs& in, const GqaAttributes& a, GqaProbl
 }
 
 // Output and internal-cache byte counts, refused before anything is allocated.
+// q_norm_weight / k_norm_weight (the RMSNorm prologue of Qwen3- and Gemma 3-style layers): ORT's CPU EP refuses
+// them; its WebGPU EP runs them under these rules, with the same messages, which attnkit keeps.
+Status check_qk_norm(const GqaInputs& in, const GqaAttributes& a, GqaProblem* p) {
+  if (!in.q_norm_weight && !in.k_norm_weight) return Status::Ok();
+  if (!in.q_norm_weight || !in.k_norm_weight)
+    return fail("q_norm_weight and k_norm_weight must be provided together");
+  if (!p->rotary) return fail("q_norm_weight / k_norm_weight require do_rotary=1");
+  if (p->packed_qkv) return fail("q_norm_weight / k_norm_weight are not supported when QKV is packed");
+  for (const auto& [view, name] : {std::pair{in.q_norm_weight, "q_norm_weight"}, {in.k_norm_weight, "k_norm_weight"}}) {
+    ATTNKIT_RETURN_IF_ERROR(expect_dtype(*view, name, p->dtype, " like query"));
+    if (view->shape.size() != 1 || view->shape[0] != p->head_size)
+      return fail(std::string(name) + ": must be a 1-D tensor of shape [head_size=" + str(p->head_size) + "], got " +
+                  shape_to_string(view->shape));
+  }
+  // ORT's WebGPU EP takes any epsilon; a negative one turns rows into NaN, so it is refused here.
+  if (!(a.qk_norm_epsilon >= 0.0f) || std::isinf(a.qk_norm_epsilon))
+    return fail("qk_norm_epsilon = " + std::to_string(a.qk_norm_epsilon) + " must be finite and >= 0");
+  p->qk_norm = true;
+  p->qk_norm_epsilon = a.qk_norm_epsilon;
+  return Status::Ok();
+}
+
 Status check_sizes(const GqaProblem& p) {
   const int64_t elem = static_cast<int64_t>(dtype_size(p.dtype));
   ATTNKIT_RETURN_IF_ERROR(check_byte_limit(
@@ -546,8 +568,6 @@ Status validate_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const G
   if (!inputs.query) return fail("query: required input is missing");
   if (!inputs.seqlens_k) return fail("seqlens_k: required input is missing");
   if (!inputs.total_sequence_length) return fail("total_sequence_length: required input is missing");
-  if (inputs.q_norm_weight || inputs.k_norm_weight)
-    return fail("q_norm_weight / k_norm_weight inputs are not supported on CPU, as in ORT");
 
   const std::pair<const TensorView*, const char*> all[] = {
       {inputs.query, "query"},         {inputs.key, "key"},
@@ -557,7 +577,8 @@ Status validate_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const G
       {inputs.cos_cache, "cos_cache"}, {inputs.sin_cache, "sin_cache"},
       {inputs.position_ids, "position_ids"}, {inputs.attention_bias, "attention_bias"},
       {inputs.head_sink, "head_sink"}, {inputs.k_scale, "k_scale"},
-      {inputs.v_scale, "v_scale"}};
+      {inputs.v_scale, "v_scale"},     {inputs.q_norm_weight, "q_norm_weight"},
+      {inputs.k_norm_weight, "k_norm_weight"}};
   for (const auto& [view, name] : all) ATTNKIT_RETURN_IF_ERROR(check_storage(view, name));
 
   ATTNKIT_RETURN_IF_ERROR(check_qkv(inputs, &p));
@@ -571,6 +592,7 @@ Status validate_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const G
   ATTNKIT_RETURN_IF_ERROR(check_sizes(p));
   ATTNKIT_RETURN_IF_ERROR(check_rotary(inputs, attrs, &p));
   ATTNKIT_RETURN_IF_ERROR(check_bias_and_sink(inputs, attrs, &p));
+  ATTNKIT_RETURN_IF_ERROR(check_qk_norm(inputs, attrs, &p));
 
   p.alpha = attrs.scale != 0.0f ? attrs.scale : 1.0f / std::sqrt(static_cast<float>(p.head_size));
   p.causal = attrs.causal == 1;
