@@ -1,7 +1,7 @@
 // attnkit bench: GroupQueryAttention at the shapes of shipped models (head sizes 64/96/128/256, 1-7 query heads per
-// KV head, rotary, softcap and local window, window-sized caches, fp32/fp16/int8/int4 caches, batch 4), attnkit
-// native (the CLI's `bench`) next to onnxruntime-node 1.30 in one run: issue 3's N=16/Nk=8/H=128 shapes say little
-// about a Phi-3 or a Gemma 2.
+// KV head, rotary, softcap and local window, window-sized caches, QK norm, fp32/fp16/int8/int4 caches, batch 4),
+// attnkit native (the CLI's `bench`) next to onnxruntime-node 1.30 in one run: issue 3's N=16/Nk=8/H=128 shapes say
+// little about a Phi-3 or a Gemma 2.
 // Usage: node bench/js/models_ort.mjs [--quick] [--threads 1,2] [--iters N] [--rounds R] [--filter SUBSTR] [--cli PATH]
 import { flag, gqaShapeCase as modelCase, hasFlag, nativeVsOrt } from './shapes.mjs';
 
@@ -10,6 +10,8 @@ const LLAMA1B = { N: 32, Nk: 8, H: 64, rotary: true };    // Llama 3.2 1B: 4 que
 const QWEN05 = { N: 14, Nk: 2, H: 64, rotary: true };     // Qwen2.5 0.5B: 7 per KV head
 const GEMMA2 = { N: 8, Nk: 4, H: 256, softcap: 50 };      // Gemma 2 2B: H = 256, logit softcap, local layers
 const LLAMA8B = { N: 32, Nk: 8, H: 128, rotary: true };   // Llama 3 8B / Mistral 7B
+// Qwen3 0.6B: the QK RMSNorm fused into the op (q/k_norm_weight; ORT's CPU EP refuses it and is timed without it).
+const QWEN3 = { N: 16, Nk: 8, H: 128, rotary: true, qkNorm: true };
 // Gemma 3 1B-style local layer: a 1024-token window in a window-sized cache (sliding_window_cache = 1).
 const GEMMA3_LOCAL = { N: 4, Nk: 1, H: 256, rotary: true, window: 1024, windowCache: 1024 };
 const quick = hasFlag('--quick');
@@ -27,6 +29,8 @@ const cases = [
   modelCase('llama8b chunk S=128 P=1024', { ...LLAMA8B, S: 128, P: 1024 }),
   modelCase('llama8b decode B=4 T=1024', { ...LLAMA8B, B: 4, S: 1, P: 1023 }),
   modelCase('llama8b decode T=2048 fp16', { ...LLAMA8B, S: 1, P: 2047, cache: 'fp16', rotary: false }),
+  modelCase('qwen3 decode T=4096 qk-norm int8', { ...QWEN3, S: 1, P: 4095, cache: 'int8' }),
+  modelCase('qwen3 prefill S=512 qk-norm', { ...QWEN3, S: 512, P: 0 }),
   modelCase('gemma3 local decode T=8192 window cache fp32', { ...GEMMA3_LOCAL, S: 1, P: 8191 }),
   modelCase('gemma3 local decode T=8192 window cache int8', { ...GEMMA3_LOCAL, S: 1, P: 8191, cache: 'int8' }),
   modelCase('gemma3 local chunk S=256 T=8192 window cache', { ...GEMMA3_LOCAL, S: 256, P: 7936 }),
