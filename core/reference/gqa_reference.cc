@@ -49,12 +49,17 @@ void rotate(const GqaProblem& p, int64_t position, float* x) {
   }
 }
 
-// The q/k_norm_weight prologue, x * (1/sqrt(mean(x^2) + epsilon)) * w in float like rotary (the normalized rows
-// are what the cache stores and quantizes); only the sum of squares is double.
+// The q/k_norm_weight prologue, x * (1/sqrt(mean(x^2) + epsilon)) * w, in float like rotary (the normalized rows
+// are what the cache stores and quantizes), its squares summed in the driver's fixed order: channel d into lane
+// d % 16, the lanes then added in halves (0..7 += 8..15, 0..3 += 4..7, ...).
 void rms_normalize(const GqaProblem& p, const TensorView* weight, float* x) {
-  double sum = 0.0;
-  for (int64_t d = 0; d < p.head_size; ++d) sum += static_cast<double>(x[d]) * x[d];
-  const float inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(p.head_size) + p.qk_norm_epsilon));
+  float lane[16] = {};
+  for (int64_t d = 0; d < p.head_size; ++d) lane[d % 16] += x[d] * x[d];
+  for (int k = 0; k < 8; ++k) lane[k] += lane[k + 8];
+  for (int k = 0; k < 4; ++k) lane[k] += lane[k + 4];
+  for (int k = 0; k < 2; ++k) lane[k] += lane[k + 2];
+  lane[0] += lane[1];
+  const float inv = 1.0f / std::sqrt(lane[0] / static_cast<float>(p.head_size) + p.qk_norm_epsilon);
   for (int64_t d = 0; d < p.head_size; ++d) x[d] = x[d] * inv * load_float(weight->data, weight->dtype, d);
 }
 

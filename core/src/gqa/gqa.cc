@@ -62,11 +62,21 @@ void rotate_row(const GqaProblem& p, const KernelTable& kt, int64_t pos, float* 
 }
 
 // The RMSNorm prologue of q/k_norm_weight, as ORT's WebGPU EP computes it: x * (1/sqrt(mean(x^2) + epsilon)) * w.
-// The squares are summed in double in index order, so every ISA and wasm give the same bits.
+// The squares are summed in 16 float lanes (channel d into lane d % 16; rotary makes H a multiple of 16), then the
+// lanes in halves (0..7 += 8..15, 0..3 += 4..7, 0..1 += 2..3, 0 += 1): a fixed order, so every ISA and wasm give
+// the same bits. Four 4-lane vectors (GCC/Clang vector extensions, no ISA named) keep the lanes in registers.
 void rms_normalize(const GqaProblem& p, const float* weight, float* row) {
-  double sum = 0.0;
-  for (int64_t d = 0; d < p.head_size; ++d) sum += static_cast<double>(row[d]) * row[d];
-  const float inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(p.head_size) + p.qk_norm_epsilon));
+  typedef float f32x4 __attribute__((vector_size(16)));
+  const auto load = [](const float* x) { f32x4 v; std::memcpy(&v, x, sizeof v); return v; };
+  f32x4 lane[4] = {};
+  for (int64_t d = 0; d < p.head_size; d += 16)
+    for (int k = 0; k < 4; ++k) {
+      const f32x4 x = load(row + d + 4 * k);
+      lane[k] += x * x;
+    }
+  const f32x4 half = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+  const float sum = (half[0] + half[2]) + (half[1] + half[3]);
+  const float inv = 1.0f / std::sqrt(sum / static_cast<float>(p.head_size) + p.qk_norm_epsilon);
   for (int64_t d = 0; d < p.head_size; ++d) row[d] = row[d] * inv * weight[d];
 }
 
@@ -123,10 +133,7 @@ void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64
   const int64_t row_heads = p.packed_qkv ? p.heads + 2 * p.kv_heads : p.heads;
   load_float_row(kt, p.inputs->query->data, p.dtype, token_head_offset(p, b, s, p.seq, row_heads, h), H, row);
   if (!p.rotary) return;
-  if (p.qk_norm) {
-    load_float_row(kt, p.inputs->q_norm_weight->data, p.dtype, 0, static_cast<size_t>(H), work);
-    rms_normalize(p, work, row);
-  }
+  if (p.qk_norm) rms_normalize(p, p.q_norm_weight.data(), row);
   rotate_row(p, kt, p.positions[b * p.seq + s], row, work);
   if (is_16bit_float(p.dtype)) {
     uint16_t* rounded = reinterpret_cast<uint16_t*>(work + p.rotary_dim);
@@ -160,11 +167,7 @@ void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, i
   const size_t row_bytes = static_cast<size_t>(p.cache_row_bytes);
   const int64_t row_heads = p.packed_qkv ? p.heads + 2 * Nk : Nk;
   std::vector<float> row(static_cast<size_t>(H)), cs(static_cast<size_t>(p.rotary_dim));
-  std::vector<float> inv_k(static_cast<size_t>(H)), inv_v(static_cast<size_t>(H)), k_norm;
-  if (p.qk_norm) {
-    k_norm.resize(static_cast<size_t>(H));
-    load_float_row(kt, p.inputs->k_norm_weight->data, p.dtype, 0, static_cast<size_t>(H), k_norm.data());
-  }
+  std::vector<float> inv_k(static_cast<size_t>(H)), inv_v(static_cast<size_t>(H));
   if (p.quant != KvQuant::kNone) {
     inverse_scales(p, p.inputs->k_scale, g, inv_k.data());
     inverse_scales(p, p.inputs->v_scale, g, inv_v.data());
@@ -191,7 +194,7 @@ void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, i
       const int64_t dst_row = p.past_len[b] + s;
       if (dst_row >= Mp) break;  // validation guarantees room; defensive against overflow
       load_float_row(kt, input->data, p.dtype, token_head_offset(p, b, s, L, row_heads, head), H, row.data());
-      if (kv == 0 && p.qk_norm) rms_normalize(p, k_norm.data(), row.data());
+      if (kv == 0 && p.qk_norm) rms_normalize(p, p.k_norm_weight.data(), row.data());
       if (kv == 0 && p.rotary) rotate_row(p, kt, p.positions[b * p.seq + s], row.data(), cs.data());
       store_cache_row(p, kt, row.data(), kv == 0 ? inv_k.data() : inv_v.data(), dst + dst_row * row_bytes);
     }
@@ -329,6 +332,13 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
     p.request.present_key = p.request.present_value = true;  // nothing internal to allocate
   }
   const KernelTable& kt = kernel_table();
+  if (p.qk_norm) {
+    // In fp32 once per call: every query row and new key row reads them.
+    for (auto [view, weight] : {std::pair{inputs.q_norm_weight, &p.q_norm_weight}, {inputs.k_norm_weight, &p.k_norm_weight}}) {
+      weight->resize(static_cast<size_t>(p.head_size));
+      load_float_row(kt, view->data, p.dtype, 0, weight->size(), weight->data());
+    }
+  }
   const int threads = resolve_threads(options.threads);
   const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, options.path));
   const auto out_of_memory = [&] {

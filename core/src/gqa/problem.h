@@ -52,6 +52,7 @@ struct GqaProblem {
   int64_t rotary_max_pos = 0;  // cos_cache dim 0
   bool qk_norm = false;        // q/k_norm_weight: each new query and key head row is RMS-normalized before rotary
   float qk_norm_epsilon = 0.0f;
+  std::vector<float> q_norm_weight, k_norm_weight;  // as fp32, filled by the op before it runs (qk_norm only)
 
   int64_t bias_batch = 0;      // attention_bias dim 0 (1 or B), 0 when absent
   int64_t bias_heads = 0;      // attention_bias dim 1 (1 or N)
