@@ -193,10 +193,16 @@ void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, i
                        in_row_bytes, false);
       const int64_t dst_row = p.past_len[b] + s;
       if (dst_row >= Mp) break;  // validation guarantees room; defensive against overflow
-      load_float_row(kt, input->data, p.dtype, token_head_offset(p, b, s, L, row_heads, head), H, row.data());
-      if (kv == 0 && p.qk_norm) rms_normalize(p, p.k_norm_weight.data(), row.data());
-      if (kv == 0 && p.rotary) rotate_row(p, kt, p.positions[b * p.seq + s], row.data(), cs.data());
-      store_cache_row(p, kt, row.data(), kv == 0 ? inv_k.data() : inv_v.data(), dst + dst_row * row_bytes);
+      const size_t offset = token_head_offset(p, b, s, L, row_heads, head);
+      const float* x = row.data();
+      if (p.dtype == DType::kFloat32 && !(kv == 0 && p.rotary)) {
+        x = input->as<float>() + offset;  // stored (or quantized) straight from the input: one pass, not two
+      } else {
+        load_float_row(kt, input->data, p.dtype, offset, H, row.data());
+        if (kv == 0 && p.qk_norm) rms_normalize(p, p.k_norm_weight.data(), row.data());
+        if (kv == 0 && p.rotary) rotate_row(p, kt, p.positions[b * p.seq + s], row.data(), cs.data());
+      }
+      store_cache_row(p, kt, x, kv == 0 ? inv_k.data() : inv_v.data(), dst + dst_row * row_bytes);
     }
   }
 }
