@@ -340,10 +340,10 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
   const KernelTable& kt = kernel_table();
   if (p.qk_norm) {
     // In fp32 once per call: every query row and new key row reads them.
-    for (auto [view, weight] : {std::pair{inputs.q_norm_weight, &p.q_norm_weight}, {inputs.k_norm_weight, &p.k_norm_weight}}) {
-      weight->resize(static_cast<size_t>(p.head_size));
-      load_float_row(kt, view->data, p.dtype, 0, weight->size(), weight->data());
-    }
+    p.q_norm_weight.resize(static_cast<size_t>(p.head_size));
+    p.k_norm_weight.resize(static_cast<size_t>(p.head_size));
+    load_float_row(kt, inputs.q_norm_weight->data, p.dtype, 0, p.q_norm_weight.size(), p.q_norm_weight.data());
+    load_float_row(kt, inputs.k_norm_weight->data, p.dtype, 0, p.k_norm_weight.size(), p.k_norm_weight.data());
   }
   const int threads = resolve_threads(options.threads);
   const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, options.path));

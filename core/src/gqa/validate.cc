@@ -489,7 +489,6 @@ Status check_bias_and_sink(const GqaInputs& in, const GqaAttributes& a, GqaProbl
   return Status::Ok();
 }
 
-// Output and internal-cache byte counts, refused before anything is allocated.
 // q_norm_weight / k_norm_weight (the RMSNorm prologue of Qwen3- and Gemma 3-style layers): ORT's CPU EP refuses
 // them; its WebGPU EP runs them under these rules, with the same messages, which attnkit keeps.
 Status check_qk_norm(const GqaInputs& in, const GqaAttributes& a, GqaProblem* p) {
@@ -498,11 +497,13 @@ Status check_qk_norm(const GqaInputs& in, const GqaAttributes& a, GqaProblem* p)
     return fail("q_norm_weight and k_norm_weight must be provided together");
   if (!p->rotary) return fail("q_norm_weight / k_norm_weight require do_rotary=1");
   if (p->packed_qkv) return fail("q_norm_weight / k_norm_weight are not supported when QKV is packed");
-  for (const auto& [view, name] : {std::pair{in.q_norm_weight, "q_norm_weight"}, {in.k_norm_weight, "k_norm_weight"}}) {
+  const std::pair<const TensorView*, const char*> weights[] = {{in.q_norm_weight, "q_norm_weight"},
+                                                                 {in.k_norm_weight, "k_norm_weight"}};
+  for (const auto& [view, name] : weights) {
     ATTNKIT_RETURN_IF_ERROR(expect_dtype(*view, name, p->dtype, " like query"));
     if (view->shape.size() != 1 || view->shape[0] != p->head_size)
-      return fail(std::string(name) + ": must be a 1-D tensor of shape [head_size=" + str(p->head_size) + "], got " +
-                  shape_to_string(view->shape));
+      return fail(std::string(name) + ": must be a 1-D tensor of shape [head_size=" + str(p->head_size) +
+                  "], got " + shape_to_string(view->shape));
   }
   // ORT's WebGPU EP takes any epsilon; a negative one turns rows into NaN, so it is refused here.
   if (!(a.qk_norm_epsilon >= 0.0f) || std::isinf(a.qk_norm_epsilon))
@@ -512,6 +513,7 @@ Status check_qk_norm(const GqaInputs& in, const GqaAttributes& a, GqaProblem* p)
   return Status::Ok();
 }
 
+// Output and internal-cache byte counts, refused before anything is allocated.
 Status check_sizes(const GqaProblem& p) {
   const int64_t elem = static_cast<int64_t>(dtype_size(p.dtype));
   ATTNKIT_RETURN_IF_ERROR(check_byte_limit(
