@@ -88,7 +88,7 @@ TEST(KernelKvQuant, DequantizeIsExactProduct) {
 }
 
 // Storage conversion must equal common/half.h bit for bit: every fp16/bf16 pattern back to fp32,
-// and fp32 inputs covering normal, subnormal, overflow-boundary, tie and NaN cases.
+// and fp32 inputs covering normal, subnormal, overflow-boundary, every tie and NaN cases.
 TEST(KernelKvQuant, HalfConversionsBitExactVsHalfH) {
   std::mt19937 rng(11);
   std::vector<uint16_t> all(65536);
@@ -100,6 +100,16 @@ TEST(KernelKvQuant, HalfConversionsBitExactVsHalfH) {
   for (float e : edges) {
     xs.push_back(e);
     xs.push_back(-e);
+  }
+  // Every tie between adjacent fp16 values (subnormals included) and its two neighbours, where the rounding
+  // rule alone decides; bf16's ties come from the low half of the same fp32 patterns.
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    const float mid = 0.5f * (f16_to_float(static_cast<uint16_t>(h)) + f16_to_float(static_cast<uint16_t>(h + 1)));
+    for (float x : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)}) {
+      xs.push_back(x);
+      xs.push_back(-x);
+    }
+    xs.push_back(bits_float((h << 16) | 0x8000u));
   }
   for (int i = 0; i < 20000; ++i) {
     uint32_t bits = static_cast<uint32_t>(rng());

@@ -116,6 +116,38 @@ struct Vec128 {
     lo = f16x4(simde_vget_low_u16(v));
     hi = f16x4(simde_vget_high_u16(v));
   }
+  // fp32 -> fp16 / bf16 bit patterns, common/half.h's integer rules lane by lane (not the FCVT instruction, whose
+  // NaN payloads and SIMDe's emulation of it need not match): the same bits on every target.
+  static simde_uint32x4_t f16_bits4(V f) {
+    const simde_uint32x4_t u = simde_vreinterpretq_u32_f32(f);
+    const simde_uint32x4_t abs = simde_vandq_u32(u, simde_vdupq_n_u32(0x7fffffffu));
+    const simde_uint32x4_t odd = simde_vandq_u32(simde_vshrq_n_u32(abs, 13), simde_vdupq_n_u32(1));
+    const simde_uint32x4_t normal = simde_vshrq_n_u32(
+        simde_vsubq_u32(simde_vaddq_u32(abs, simde_vaddq_u32(odd, simde_vdupq_n_u32(0x0fff))), simde_vdupq_n_u32(0x38000000u)), 13);
+    // Below 2^-14 the result is subnormal: adding 0.5 rounds |f| to a multiple of 2^-24, half to even.
+    const simde_uint32x4_t tiny = simde_vsubq_u32(
+        simde_vreinterpretq_u32_f32(simde_vaddq_f32(simde_vreinterpretq_f32_u32(abs), simde_vdupq_n_f32(0.5f))),
+        simde_vdupq_n_u32(0x3f000000u));
+    simde_uint32x4_t r = simde_vbslq_u32(simde_vcltq_u32(abs, simde_vdupq_n_u32(0x38800000u)), tiny, normal);
+    r = simde_vbslq_u32(simde_vcgeq_u32(abs, simde_vdupq_n_u32(0x477ff000u)), simde_vdupq_n_u32(0x7c00), r);
+    const simde_uint32x4_t nan = simde_vorrq_u32(simde_vandq_u32(simde_vshrq_n_u32(abs, 13), simde_vdupq_n_u32(0x3ff)),
+                                                 simde_vdupq_n_u32(0x7e00));
+    r = simde_vbslq_u32(simde_vcgtq_u32(abs, simde_vdupq_n_u32(0x7f800000u)), nan, r);
+    return simde_vorrq_u32(r, simde_vandq_u32(simde_vshrq_n_u32(u, 16), simde_vdupq_n_u32(0x8000)));
+  }
+  static simde_uint32x4_t bf16_bits4(V f) {
+    const simde_uint32x4_t u = simde_vreinterpretq_u32_f32(f);
+    const simde_uint32x4_t high = simde_vshrq_n_u32(u, 16);
+    const simde_uint32x4_t rounded = simde_vshrq_n_u32(
+        simde_vaddq_u32(u, simde_vaddq_u32(simde_vandq_u32(high, simde_vdupq_n_u32(1)), simde_vdupq_n_u32(0x7fff))), 16);
+    return simde_vbslq_u32(is_nan(f), simde_vorrq_u32(high, simde_vdupq_n_u32(0x40)), rounded);
+  }
+  static void store8_f16(uint16_t* out, V lo, V hi) {
+    simde_vst1q_u16(out, simde_vcombine_u16(simde_vmovn_u32(f16_bits4(lo)), simde_vmovn_u32(f16_bits4(hi))));
+  }
+  static void store8_bf16(uint16_t* out, V lo, V hi) {
+    simde_vst1q_u16(out, simde_vcombine_u16(simde_vmovn_u32(bf16_bits4(lo)), simde_vmovn_u32(bf16_bits4(hi))));
+  }
   static void widen8(simde_int8x8_t b, V& lo, V& hi) {
     const simde_int16x8_t w = simde_vmovl_s8(b);
     lo = simde_vcvtq_f32_s32(simde_vmovl_s16(simde_vget_low_s16(w)));
@@ -250,6 +282,34 @@ struct Vec128 {
     const V v = simde_wasm_v128_load(row + 2 * d);
     lo = f16x4(simde_wasm_i32x4_extend_low_i16x8(v));
     hi = f16x4(simde_wasm_i32x4_extend_high_i16x8(v));
+  }
+  // fp32 -> fp16 / bf16 bit patterns (in int32 lanes), common/half.h's integer rules lane by lane.
+  static V f16_bits4(V f) {
+    const auto k = [](int32_t x) { return simde_wasm_i32x4_splat(x); };
+    const V abs = simde_wasm_v128_and(f, k(0x7fffffff));
+    const V odd = simde_wasm_v128_and(simde_wasm_u32x4_shr(abs, 13), k(1));
+    const V normal = simde_wasm_u32x4_shr(
+        simde_wasm_i32x4_sub(simde_wasm_i32x4_add(abs, simde_wasm_i32x4_add(odd, k(0x0fff))), k(0x38000000)), 13);
+    // Below 2^-14 the result is subnormal: adding 0.5 rounds |f| to a multiple of 2^-24, half to even.
+    const V tiny = simde_wasm_i32x4_sub(simde_wasm_f32x4_add(abs, simde_wasm_f32x4_splat(0.5f)), k(0x3f000000));
+    V r = simde_wasm_v128_bitselect(tiny, normal, simde_wasm_i32x4_lt(abs, k(0x38800000)));
+    r = simde_wasm_v128_bitselect(k(0x7c00), r, simde_wasm_i32x4_ge(abs, k(0x477ff000)));
+    const V nan = simde_wasm_v128_or(simde_wasm_v128_and(simde_wasm_u32x4_shr(abs, 13), k(0x3ff)), k(0x7e00));
+    r = simde_wasm_v128_bitselect(nan, r, simde_wasm_i32x4_gt(abs, k(0x7f800000)));
+    return simde_wasm_v128_or(r, simde_wasm_v128_and(simde_wasm_u32x4_shr(f, 16), k(0x8000)));
+  }
+  static V bf16_bits4(V f) {
+    const V high = simde_wasm_u32x4_shr(f, 16);
+    const V bias = simde_wasm_i32x4_add(simde_wasm_v128_and(high, simde_wasm_i32x4_splat(1)), simde_wasm_i32x4_splat(0x7fff));
+    const V rounded = simde_wasm_u32x4_shr(simde_wasm_i32x4_add(f, bias), 16);
+    return simde_wasm_v128_bitselect(simde_wasm_v128_or(high, simde_wasm_i32x4_splat(0x40)), rounded, is_nan(f));
+  }
+  // The patterns are at most 0xffff, so the saturating narrow keeps them as they are.
+  static void store8_f16(uint16_t* out, V lo, V hi) {
+    simde_wasm_v128_store(out, simde_wasm_u16x8_narrow_i32x4(f16_bits4(lo), f16_bits4(hi)));
+  }
+  static void store8_bf16(uint16_t* out, V lo, V hi) {
+    simde_wasm_v128_store(out, simde_wasm_u16x8_narrow_i32x4(bf16_bits4(lo), bf16_bits4(hi)));
   }
   // Bytes to float through the magic number 1.5 * 2^23: interleaving the zero-extended bytes (int16 lanes) with
   // the magic's upper half builds its bit pattern plus the byte in one unpack, and one subtraction removes the
