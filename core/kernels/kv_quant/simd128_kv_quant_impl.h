@@ -38,7 +38,8 @@ void from_16bit_128(const uint16_t* x, size_t n, float* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     typename T::V lo, hi;
-    T::load8(E{}, reinterpret_cast<const uint8_t*>(x), i, lo, hi);
+    if constexpr (std::is_same_v<E, F16>) T::f16_row8(reinterpret_cast<const uint8_t*>(x), i, lo, hi);
+    else T::load8(E{}, reinterpret_cast<const uint8_t*>(x), i, lo, hi);
     T::store(out + i, lo);
     T::store(out + i + 4, hi);
   }
