@@ -274,10 +274,11 @@ struct Vec128 {
     lo = simde_wasm_v128_load(p);
     hi = simde_wasm_v128_load(p + 4);
   }
+  // One unpack with zeros per 4 lanes (widen and shift took two).
   static void load8(BF16, const uint8_t* row, size_t d, V& lo, V& hi) {
-    const V v = simde_wasm_v128_load(row + 2 * d);
-    lo = simde_wasm_i32x4_shl(simde_wasm_u32x4_extend_low_u16x8(v), 16);
-    hi = simde_wasm_i32x4_shl(simde_wasm_u32x4_extend_high_u16x8(v), 16);
+    const V v = simde_wasm_v128_load(row + 2 * d), zero = simde_wasm_i32x4_splat(0);
+    lo = simde_wasm_i16x8_shuffle(zero, v, 0, 8, 1, 9, 2, 10, 3, 11);
+    hi = simde_wasm_i16x8_shuffle(zero, v, 4, 12, 5, 13, 6, 14, 7, 15);
   }
   // Same exact f16 rule as the NEON traits (see there), in 7 operations instead of 10: w is the half
   // sign-extended, so its sign already sits in bit 31, and exponent 31 (inf / NaN), the only one that scales to
