@@ -66,6 +66,29 @@ export function normalizeInput(name, tensor) {
 const align = (n, a) => Math.ceil(n / a) * a;
 const encoder = new TextEncoder();
 
+// A decode loop passes the same op name, attributes, output list and input names on every call: their
+// NUL-terminated UTF-8 bytes are kept, so each call does not encode them (and collect the garbage) again:
+// TextEncoder alone was 15% of a small KvCache step's profile (N=2, Nk=1, H=8), besides the garbage.
+const encodedStrings = new Map();
+function cString(s) {
+  let bytes = encodedStrings.get(s);
+  if (!bytes) {
+    if (encodedStrings.size >= 256) encodedStrings.clear();
+    bytes = encoder.encode(`${s}\0`);
+    encodedStrings.set(s, bytes);
+  }
+  return bytes;
+}
+
+// int64 shape entries as two 32-bit halves (dims are safe integers): no BigInt per dimension.
+function setInt64(view, at, value) {
+  view.setUint32(at, value % 0x100000000, true);
+  view.setInt32(at + 4, Math.floor(value / 0x100000000), true);
+}
+function getInt64(view, at) {
+  return view.getInt32(at + 4, true) * 0x100000000 + view.getUint32(at, true);
+}
+
 // The current heap. Growth replaces the buffer: the threaded build exposes its shared memory (a worker
 // may have grown it), the single-thread build refreshes HEAPU8 whenever it grows.
 export function heapBuffer(Module) {
@@ -74,7 +97,7 @@ export function heapBuffer(Module) {
 
 // Lays out every argument of attnkit_run in one block; returns the block plus offsets into it.
 function packArguments(Module, op, attrsJson, inputs, outputsCsv, path) {
-  const strings = [op, attrsJson, outputsCsv, path ?? '', ...inputs.map((t) => t.name)].map((s) => encoder.encode(`${s}\0`));
+  const strings = [op, attrsJson, outputsCsv, path ?? '', ...inputs.map((t) => t.name)].map(cString);
   let size = 0;
   const reserve = (bytes, alignment) => {
     const at = align(size, alignment);
@@ -99,7 +122,7 @@ function packArguments(Module, op, attrsJson, inputs, outputsCsv, path) {
     view.setInt32(record + 8, t.shape.length, true);
     view.setUint32(record + 12, base + shapeAt[i], true);
     view.setUint32(record + 16, base + dataAt[i], true);
-    t.shape.forEach((d, k) => view.setBigInt64(base + shapeAt[i] + 8 * k, BigInt(d), true));
+    t.shape.forEach((d, k) => setInt64(view, base + shapeAt[i] + 8 * k, d));
     const source = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
     if (!t.cache) {
       bytes.set(source, base + dataAt[i]);
@@ -151,7 +174,7 @@ function resultEntries(Module, result) {
     const shapePtr = Module._attnkit_result_shape(result, i) >>> 0;
     const view = new DataView(heapBuffer(Module));
     const shape = [];
-    for (let k = 0; k < rank; k++) shape.push(Number(view.getBigInt64(shapePtr + 8 * k, true)));
+    for (let k = 0; k < rank; k++) shape.push(getInt64(view, shapePtr + 8 * k));
     found.push({ name, dtype, shape, dataPtr: Module._attnkit_result_data(result, i) >>> 0,
       byteLength: Module._attnkit_result_bytes(result, i) >>> 0 });
   }
@@ -210,9 +233,19 @@ function callPacked(Module, what, inputs, attrs, { outputs, path, into, op } = {
   return callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, invoke, null);
 }
 
+// BigInt attribute values (int64 in ONNX) go as numbers; the replacer that does it, called for every key, runs only
+// where plain JSON refuses one.
+function attrsToJson(attrs) {
+  try {
+    return JSON.stringify(attrs ?? {});
+  } catch {
+    return JSON.stringify(attrs, (key, value) => (typeof value === 'bigint' ? Number(value) : value));
+  }
+}
+
 function callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, invoke, shared) {
   const packed = shared ? normalized.map((t) => shared.caches[t.name] ?? t) : normalized;
-  const attrsJson = JSON.stringify(attrs ?? {}, (key, value) => (typeof value === 'bigint' ? Number(value) : value));
+  const attrsJson = attrsToJson(attrs);
   const outputsCsv = outputs ? outputs.join(',') : '';
   const args = packArguments(Module, what, attrsJson, packed, outputsCsv, path);
   let result = 0;

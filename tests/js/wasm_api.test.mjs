@@ -182,6 +182,22 @@ for (const build of BUILDS) {
       assert.deepEqual(explicit.present_key.shape, [1, 2, 5, 16]);
     });
 
+    // Attribute values may come as BigInt (int64 in ONNX), and calls alternating between attribute sets reuse the
+    // marshaller's encoded strings: each call must still get its own attributes.
+    test('BigInt attributes, and alternating attribute sets, give each call its own attributes', () => {
+      const { inputs, attrs } = smallGqa();
+      const plain = ak.groupQueryAttention(inputs, attrs);
+      const big = ak.groupQueryAttention(inputs, Object.fromEntries(Object.entries(attrs).map(([k, v]) =>
+        [k, Number.isInteger(v) ? BigInt(v) : v])));
+      assert.deepEqual(big, plain);
+      const capped = ak.groupQueryAttention(inputs, { ...attrs, softcap: 0.5 });
+      assert.notDeepEqual(capped.output.data, plain.output.data);
+      for (let i = 0; i < 3; i++) {
+        assert.deepEqual(ak.groupQueryAttention(inputs, attrs), plain);
+        assert.deepEqual(ak.groupQueryAttention(inputs, { ...attrs, softcap: 0.5 }), capped);
+      }
+    });
+
     test('float16 inputs need the dtype and give Uint16Array outputs', () => {
       const { inputs, attrs } = smallGqa(2);
       const half = { ...inputs };
