@@ -308,7 +308,8 @@ struct Vec128 {
     const V h = simde_wasm_v128_load(row + 2 * d);
     const V special = simde_wasm_i16x8_eq(simde_wasm_v128_and(h, simde_wasm_i16x8_splat(0x7c00)),
                                           simde_wasm_i16x8_splat(0x7c00));
-    const V high = simde_wasm_v128_or(simde_wasm_v128_and(simde_wasm_i16x8_shr(h, 3), simde_wasm_i16x8_splat(-28673)),
+    const V sign_and_low12 = simde_wasm_i16x8_splat(static_cast<int16_t>(0x8FFF));
+    const V high = simde_wasm_v128_or(simde_wasm_v128_and(simde_wasm_i16x8_shr(h, 3), sign_and_low12),
                                       simde_wasm_v128_and(special, simde_wasm_i16x8_splat(0x7000)));
     const V low = simde_wasm_i16x8_shl(h, 13);
     const V scale = simde_wasm_f32x4_splat(0x1p112f);
