@@ -18,27 +18,30 @@ function random(dtype, shape, seed, low = -1, high = 1) {
   return materializeTensor({ dtype, shape, random: { seed, low, high } });
 }
 
-async function checkCacheMatchesStateless(build, cacheDtype, attrs, extra) {
+// edit(step, fresh) may change a step's inputs in place before both runs.
+async function checkCacheMatchesStateless(build, cacheDtype, attrs, extra, edit = () => {}) {
   const inst = await createInstance({ build, threads: 2 });
   instances.push(inst);
   const cache = inst.createKvCache({ kvHeads: Nk, headSize: H, capacity: 16, dtype: cacheDtype });
   let past = null;
   let length = 0;
+  const inputDtype = cacheDtype === 'float16' ? 'float16' : 'float32';
   for (const [step, S] of [5, 1, 1, 1].entries()) {
     const fresh = {
-      query: random('float32', [1, S, N * H], 10 * step + 1),
-      key: random('float32', [1, S, Nk * H], 10 * step + 2),
-      value: random('float32', [1, S, Nk * H], 10 * step + 3),
+      query: random(inputDtype, [1, S, N * H], 10 * step + 1),
+      key: random(inputDtype, [1, S, Nk * H], 10 * step + 2),
+      value: random(inputDtype, [1, S, Nk * H], 10 * step + 3),
       ...extra,
     };
+    edit(step, fresh);
     // Single-token steps fill one output array the caller keeps (the `into` option), as a decode loop would.
-    const target = S === 1 ? new Float32Array(N * H) : undefined;
+    const target = S === 1 ? new fresh.query.data.constructor(N * H) : undefined;
     const cached = cache.step(fresh, attrs, target ? { into: { output: target } } : {});
     if (target) assert.equal(cached.output.data, target);
     const total = length + S;
     const stateless = inst.groupQueryAttention({
       ...fresh,
-      ...(past ?? (cacheDtype === 'float32' ? {} : {
+      ...(past ?? (inputDtype === cacheDtype ? {} : {
         // A quantized prompt needs typed past tensors of length 0, as in ORT.
         past_key: { data: new (cacheDtype === 'int8' ? Int8Array : Uint8Array)(0), shape: [1, Nk, 0, cacheDtype === 'uint8' ? H / 2 : H] },
         past_value: { data: new (cacheDtype === 'int8' ? Int8Array : Uint8Array)(0), shape: [1, Nk, 0, cacheDtype === 'uint8' ? H / 2 : H] },
@@ -77,6 +80,13 @@ for (const build of ['simd-threaded', 'simd']) {
   test(`${build}: an int8 cache with rotary and q/k_norm_weight matches the stateless op step by step`, () =>
     checkCacheMatchesStateless(build, 'int8', { num_heads: N, kv_num_heads: Nk, do_rotary: 1, ...quant(8) },
       { ...rotary, ...scales, ...qkNorm }));
+  // An fp16 cache reads the past rows it has checked without the exponent-31 handling (wasm: 8 operations per 8
+  // elements instead of 12); the inf and the NaN that steps store must switch that off for the steps after them.
+  test(`${build}: a float16 cache that stores an inf and a NaN matches the stateless op step by step`, () =>
+    checkCacheMatchesStateless(build, 'float16', { num_heads: N, kv_num_heads: Nk }, {}, (step, fresh) => {
+      if (step === 1) fresh.value.data[3] = 0x7c00;
+      if (step === 2) fresh.key.data[Nk * H - 1] = 0xfe00;
+    }));
   test(`${build}: int8 and int4 caches match the stateless op step by step`, async () => {
     await checkCacheMatchesStateless(build, 'int8', { num_heads: N, kv_num_heads: Nk, ...quant(8) }, scales);
     await checkCacheMatchesStateless(build, 'uint8', { num_heads: N, kv_num_heads: Nk, ...quant(4) }, scales);

@@ -270,6 +270,47 @@ TEST(KernelSvGemm, DecodeBlocksKeepTheBitsOfShortBlocks) {
       }
 }
 
+// The f16_finite forms read rows known to hold no inf or NaN (a GqaKvCache's checked past) and must give the f16
+// kernels' bits on them: every finite pattern through the packer, and direct QK and SV (overwriting and
+// accumulating) over random finite patterns, subnormals and 65504 included, at tile and streamed decode shapes.
+TEST(KernelQkSvGemm, F16FiniteFormsGiveTheF16Bits) {
+  std::vector<uint16_t> finite;
+  for (uint32_t h = 0; h < 65536; ++h)
+    if ((h & 0x7c00) != 0x7c00) finite.push_back(static_cast<uint16_t>(h));
+  std::mt19937 rng(21);
+  std::uniform_int_distribution<size_t> pick(0, finite.size() - 1);
+  for (const KernelTable* t : tables()) {
+    const size_t keys = finite.size() / 8;
+    std::vector<float> want(keys * 8), got(keys * 8);
+    t->qk.pack_f16(keys, 8, finite.data(), 16, want.data());
+    t->qk.pack_f16_finite(keys, 8, finite.data(), 16, got.data());
+    ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << t->isa << " pack";
+  }
+  for (size_t H : {8, 72, 128})
+    for (size_t N : {1, 37, 600})
+      for (size_t M : {1, 2, 4, 7}) {
+        std::vector<uint16_t> K(N * H);
+        for (uint16_t& h : K) h = finite[pick(rng)];
+        Guarded Q(M * H * 4), P(M * N * 4);
+        fill_floats(Q.as<float>(), M * H, rng);
+        fill_floats(P.as<float>(), M * N, rng, 0.0f, 1.0f);
+        for (const KernelTable* t : tables()) {
+          const auto where = [&] { return std::string(t->isa) + " M=" + std::to_string(M) + " N=" +
+                                          std::to_string(N) + " H=" + std::to_string(H); };
+          std::vector<float> c_want(M * N), c_got(M * N);
+          t->qk.f16(M, N, H, Q.as<float>(), H, K.data(), H * 2, 0.5f, c_want.data(), N);
+          t->qk.f16_finite(M, N, H, Q.as<float>(), H, K.data(), H * 2, 0.5f, c_got.data(), N);
+          ASSERT_EQ(0, std::memcmp(c_want.data(), c_got.data(), c_want.size() * 4)) << "qk " << where();
+          for (bool accumulate : {false, true}) {
+            std::vector<float> o_want(M * H, 0.25f), o_got(M * H, 0.25f);
+            t->sv.f16(M, N, H, P.as<float>(), N, K.data(), H * 2, o_want.data(), H, accumulate);
+            t->sv.f16_finite(M, N, H, P.as<float>(), N, K.data(), H * 2, o_got.data(), H, accumulate);
+            ASSERT_EQ(0, std::memcmp(o_want.data(), o_got.data(), o_want.size() * 4)) << "sv " << where();
+          }
+        }
+      }
+}
+
 TEST(KernelSvGemm, ZeroKeysZeroesOrKeeps) {
   for (const KernelTable* t : tables()) {
     std::vector<float> O(3 * 16, 5.0f);

@@ -284,6 +284,7 @@ TEST(KernelDispatch, EveryListedIsaHasACompleteTable) {
     ASSERT_NE(nullptr, t) << isa;
     EXPECT_EQ(isa, std::string(t->isa));
     EXPECT_TRUE(t->qk.f32 && t->qk.f16 && t->qk.bf16 && t->qk.s8 && t->qk.s4 && t->qk.packed);
+    EXPECT_TRUE(t->qk.f16_finite && t->qk.pack_f16_finite && t->sv.f16_finite);
     EXPECT_TRUE(t->sv.f32 && t->sv.f16 && t->sv.bf16 && t->sv.s8 && t->sv.s4);
     EXPECT_TRUE(t->kv.quantize_s8 && t->kv.quantize_s4 && t->kv.to_f16 && t->kv.to_bf16);
     EXPECT_TRUE(t->softmax.exp_sum && t->softmax.softcap && t->rotary.apply);

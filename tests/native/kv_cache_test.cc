@@ -24,6 +24,24 @@ struct OwnedView {
   }
 };
 
+// The stateless op over `in`'s new tokens continuing past_key/past_value (none when null) to `total` tokens.
+Status run_stateless(GqaInputs in, const GqaAttributes& attrs, const Tensor* past_key, const Tensor* past_value,
+                     int64_t total, GqaOutputs* out) {
+  std::vector<int32_t> seqlens{static_cast<int32_t>(total - 1)};
+  int32_t total32 = static_cast<int32_t>(total);
+  const TensorView seq_view{DType::kInt32, {1}, seqlens.data()}, total_view{DType::kInt32, {1}, &total32};
+  in.seqlens_k = &seq_view;
+  in.total_sequence_length = &total_view;
+  TensorView pk, pv;
+  if (past_key) {
+    pk = past_key->view();
+    pv = past_value->view();
+    in.past_key = &pk;
+    in.past_value = &pv;
+  }
+  return group_query_attention(in, attrs, GqaRequest(), out);
+}
+
 void run_steps(DType cache_dtype, bool rotary) {
   const int64_t N = 4, Nk = 2, H = 64, prompt = 5, steps = 4;
   std::mt19937 rng(11);
@@ -63,25 +81,14 @@ void run_steps(DType cache_dtype, bool rotary) {
     ASSERT_TRUE(st.ok()) << st.message();
 
     const int64_t total = length + S;
-    std::vector<int32_t> seqlens{static_cast<int32_t>(total - 1)};
-    int32_t total32 = static_cast<int32_t>(total);
-    TensorView seq_view{DType::kInt32, {1}, seqlens.data()}, total_view{DType::kInt32, {1}, &total32};
-    in.seqlens_k = &seq_view;
-    in.total_sequence_length = &total_view;
-    TensorView pk, pv;
-    if (step > 0 || attrs.kv_cache_bit_width) {
+    if (step == 0 && attrs.kv_cache_bit_width) {
       // A quantized prompt needs a typed past of length 0, as in ORT.
-      if (step == 0) {
-        past_key.reset(cache_dtype, {1, Nk, 0, cache_dtype == DType::kUInt8 ? H / 2 : H});
-        past_value.reset(cache_dtype, past_key.shape);
-      }
-      pk = past_key.view();
-      pv = past_value.view();
-      in.past_key = &pk;
-      in.past_value = &pv;
+      past_key.reset(cache_dtype, {1, Nk, 0, cache_dtype == DType::kUInt8 ? H / 2 : H});
+      past_value.reset(cache_dtype, past_key.shape);
     }
+    const bool with_past = step > 0 || attrs.kv_cache_bit_width;
     GqaOutputs stateless;
-    st = group_query_attention(in, attrs, GqaRequest(), &stateless);
+    st = run_stateless(in, attrs, with_past ? &past_key : nullptr, &past_value, total, &stateless);
     ASSERT_TRUE(st.ok()) << st.message();
     ASSERT_EQ(cached_out.storage, stateless.output.storage) << "step " << step;
     // The cache's first `total` rows equal the stateless present.
@@ -193,6 +200,69 @@ void check_prefix_reuse(DType dtype) {
   EXPECT_EQ(step_tokens(&prefix, 100, 2, quantized).storage, want4.storage);
   EXPECT_EQ(step_tokens(&full, 100, 2, quantized).storage, want4.storage);
   EXPECT_EQ(full.length(), 6);
+}
+
+// One step's S new fp16 tokens (query, key, value) with values in [-1, 1).
+struct HalfTokens {
+  std::vector<uint16_t> q, k, v;
+  TensorView qv, kv, vv;
+  GqaInputs in;
+  HalfTokens(int64_t S, int64_t N, int64_t Nk, int64_t H, std::mt19937* rng) {
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (auto [x, width] : {std::pair{&q, N * H}, std::pair{&k, Nk * H}, std::pair{&v, Nk * H}}) {
+      x->resize(static_cast<size_t>(S * width));
+      for (uint16_t& h : *x) h = float_to_f16(dist(*rng));
+    }
+    qv = {DType::kFloat16, {1, S, N * H}, q.data()};
+    kv = {DType::kFloat16, {1, S, Nk * H}, k.data()};
+    vv = {DType::kFloat16, {1, S, Nk * H}, v.data()};
+    in.query = &qv;
+    in.key = &kv;
+    in.value = &vv;
+  }
+};
+
+// An fp16 cache reads the past rows it has checked in the kernels' finite forms (wasm128 skips the exponent-31
+// handling); once a row holds an inf or a NaN, every later step must read it exactly. Each step gives the stateless
+// op's bits: a 600-token prompt (a streamed decode block), finite decoding, an inf in a value row, a NaN in a key
+// row, more decoding; then a cache loaded with those rows continues alike.
+TEST(KvCache, Float16MatchesStatelessOpAcrossInfAndNaN) {
+  const int64_t N = 4, Nk = 2, H = 64, capacity = 640;
+  std::mt19937 rng(5);
+  GqaAttributes attrs;
+  attrs.num_heads = N;
+  attrs.kv_num_heads = Nk;
+  GqaKvCache cache;
+  ASSERT_TRUE(cache.init({1, Nk, H, capacity, DType::kFloat16}).ok());
+  Tensor past_key, past_value;  // the stateless op's cache, carried from step to step
+  int64_t length = 0;
+  const std::vector<int64_t> steps{600, 1, 1, 1, 1, 1, 3, 1};
+  for (size_t step = 0; step < steps.size(); ++step) {
+    const int64_t S = steps[step], total = length + S;
+    HalfTokens fresh(S, N, Nk, H, &rng);
+    if (step == 3) fresh.v[5] = 0x7c00;           // +inf: channel 5 of kv head 0's value
+    if (step == 5) fresh.k[Nk * H - 1] = 0x7e00;  // NaN: the last channel of kv head 1's key
+    Tensor cached_out;
+    Status st = cache.step(fresh.in, attrs, &cached_out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    GqaOutputs stateless;
+    st = run_stateless(fresh.in, attrs, step > 0 ? &past_key : nullptr, &past_value, total, &stateless);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(cached_out.storage, stateless.output.storage) << "step " << step;
+    past_key = std::move(stateless.present_key);
+    past_value = std::move(stateless.present_value);
+    length = total;
+  }
+  EXPECT_TRUE(std::isnan(f16_to_float(cache.key().as<uint16_t>()[(capacity + 604) * H + H - 1])));  // head 1, token 604
+
+  GqaKvCache loaded;
+  ASSERT_TRUE(loaded.init({1, Nk, H, capacity, DType::kFloat16}).ok());
+  ASSERT_TRUE(loaded.load(past_key.view(), past_value.view()).ok());
+  const HalfTokens next(1, N, Nk, H, &rng);
+  Tensor from_cache, from_loaded;
+  ASSERT_TRUE(cache.step(next.in, attrs, &from_cache).ok());
+  ASSERT_TRUE(loaded.step(next.in, attrs, &from_loaded).ok());
+  EXPECT_EQ(from_cache.storage, from_loaded.storage);
 }
 
 TEST(KvCache, Float32PrefixLoadReadTruncate) { check_prefix_reuse(DType::kFloat32); }

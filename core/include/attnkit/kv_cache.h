@@ -41,7 +41,10 @@ class GqaKvCache {
   TensorView key() const { return key_.view(); }
   TensorView value() const { return value_.view(); }
   // Forgets the cached tokens (the memory is kept).
-  void clear() { length_ = 0; }
+  void clear() {
+    length_ = 0;
+    f16_specials_ = false;
+  }
   // Grows the capacity to `capacity` tokens, keeping the cached ones: a conversation that outgrows the first
   // guess, without allocating the model's whole context up front. A capacity not above the current one leaves
   // the cache as it is. Steps continue with the same bits. A window cache keeps its capacity (its evicted tokens
@@ -66,6 +69,9 @@ class GqaKvCache {
   KvCacheConfig config_;
   Tensor key_, value_;
   int64_t length_ = 0;
+  // An fp16 cache may hold an inf or NaN: set when a step or load stores one (truncate keeps it). While it is
+  // clear, steps read the past in the kernels' finite forms, which wasm runs in 8 operations per 8 elements, not 12.
+  bool f16_specials_ = false;
 };
 
 }  // namespace attnkit

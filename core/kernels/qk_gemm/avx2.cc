@@ -9,6 +9,7 @@ extern const QkGemmKernels kQkGemm_avx2;
 const QkGemmKernels kQkGemm_avx2 = {
     qk_direct<Avx2, F32>, qk_direct<Avx2, F16>, qk_direct<Avx2, BF16>, qk_direct<Avx2, S8>,
     qk_direct<Avx2, S4>,  pack_x86<F32>,        pack_x86<F16>,        pack_x86<BF16>,
-    pack_x86<S8>,         pack_x86<S4>,         qk_packed<Avx2>,      nullptr};
+    pack_x86<S8>,         pack_x86<S4>,         qk_packed<Avx2>,      nullptr,
+    qk_direct<Avx2, F16>, pack_x86<F16>};
 
 }  // namespace attnkit

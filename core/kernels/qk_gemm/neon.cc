@@ -10,6 +10,7 @@ const QkGemmKernels kQkGemm_neon = {
     qk128_direct<Vec128, F32>, qk128_direct<Vec128, F16>, qk128_direct<Vec128, BF16>,
     qk128_direct<Vec128, S8>,  qk128_direct<Vec128, S4>,  qk128_pack<Vec128, F32>,
     qk128_pack<Vec128, F16>,   qk128_pack<Vec128, BF16>,  qk128_pack<Vec128, S8>,
-    qk128_pack<Vec128, S4>,    qk128_packed<Vec128>,      nullptr};
+    qk128_pack<Vec128, S4>,    qk128_packed<Vec128>,      nullptr,
+    qk128_direct<Vec128, F16>, qk128_pack<Vec128, F16>};
 
 }  // namespace attnkit

@@ -41,6 +41,10 @@ struct QkGemmKernels {
   QkPackFn pack_f32, pack_f16, pack_bf16, pack_s8, pack_s4;
   QkPackedGemmFn packed;
   QkGemmApproxFn s8_approx_vnni;
+  // f16 rows known to hold no inf or NaN (cache_elem::F16Finite): f16's bits on such rows, anything on others.
+  // The f16 kernels themselves where the ISA converts every pattern at the same cost.
+  QkGemmFn f16_finite;
+  QkPackFn pack_f16_finite;
 };
 
 }  // namespace attnkit

@@ -93,6 +93,7 @@ const QkGemmKernels kQkGemm_scalar = {
     qk_limbs<ScalarLimbs, false, direct<cache_elem::S8>>,
     qk_limbs<ScalarLimbs, true, direct<cache_elem::S4>>,  pack<cache_elem::F32>,
     pack<cache_elem::F16>,   pack<cache_elem::BF16>,  pack<cache_elem::S8>,
-    pack<cache_elem::S4>,    packed,                  nullptr};
+    pack<cache_elem::S4>,    packed,                  nullptr,
+    direct<cache_elem::F16>, pack<cache_elem::F16>};
 
 }  // namespace attnkit

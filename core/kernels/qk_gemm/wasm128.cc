@@ -11,6 +11,7 @@ const QkGemmKernels kQkGemm_wasm128 = {
     qk_limbs<Simd128Limbs<Vec128>, false, qk128_direct<Vec128, S8>>,
     qk_limbs<Simd128Limbs<Vec128>, true, qk128_direct<Vec128, S4>>,  qk128_pack<Vec128, F32>,
     qk128_pack<Vec128, F16>,   qk128_pack<Vec128, BF16>,  qk128_pack<Vec128, S8>,
-    qk128_pack<Vec128, S4>,    qk128_packed<Vec128>,      nullptr};
+    qk128_pack<Vec128, S4>,    qk128_packed<Vec128>,      nullptr,
+    qk128_direct<Vec128, F16Finite>, qk128_pack<Vec128, F16Finite>};
 
 }  // namespace attnkit

@@ -17,6 +17,7 @@ using SvGemmFn = void (*)(size_t M, size_t N, size_t H, const float* P, size_t l
 
 struct SvGemmKernels {
   SvGemmFn f32, f16, bf16, s8, s4;
+  SvGemmFn f16_finite;  // f16 rows known to hold no inf or NaN, as QkGemmKernels::f16_finite
 };
 
 // When the SIMD kernels stream V in key order instead of walking it in column tiles: a decode step (at most

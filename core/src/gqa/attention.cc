@@ -64,6 +64,10 @@ struct AttentionContext {
   QkGemmFn qk_direct;
   QkPackFn qk_pack;
   SvGemmFn sv;
+  // For the keys below finite_keys() (else the three above).
+  QkGemmFn qk_direct_finite;
+  QkPackFn qk_pack_finite;
+  SvGemmFn sv_finite;
   int64_t packed_min_rows;      // tiles of this many rows or more pack K (above)
   float alpha;                  // score scale with a per-tensor K scale folded in
   const float* v_scale;         // per kv head and channel (Nk*H) when V is quantized, else nullptr
@@ -111,6 +115,42 @@ struct Tile {
   int64_t rows() const { return i1 - i0; }
 };
 
+// Keys [0, finite_keys) of entry b are past rows known to hold no fp16 inf or NaN (GqaKvCache's): the kernels'
+// finite forms read them, the exact ones the rest (the step's new rows). Each score, and each output's chain over
+// the keys, is the same whether the kernels read a key range in one call or in two, so the split leaves the bits.
+int64_t finite_keys(const AttentionContext& c, int64_t b) { return c.p.past_f16_finite ? c.p.past_len[b] : 0; }
+
+// The part of keys [key0, key0 + n) below finite_keys, where the finite kernel differs from the exact one.
+template <class Fn>
+size_t finite_part(const AttentionContext& c, Fn finite, Fn exact, int64_t b, int64_t key0, int64_t n) {
+  return finite == exact ? 0 : static_cast<size_t>(std::clamp<int64_t>(finite_keys(c, b) - key0, 0, n));
+}
+
+// scores[r * ldc + j] = alpha * q_r . k_(key0 + j) for j < n, reading the cache rows directly.
+void direct_scores(const AttentionContext& c, int64_t b, int64_t key0, size_t M, size_t n, const float* Q,
+                   const uint8_t* K, float* scores, size_t ldc) {
+  const size_t H = static_cast<size_t>(c.p.head_size);
+  const size_t split = finite_part(c, c.qk_direct_finite, c.qk_direct, b, key0, static_cast<int64_t>(n));
+  if (split > 0) c.qk_direct_finite(M, split, H, Q, H, K, c.row_bytes, c.alpha, scores, ldc);
+  if (split < n)
+    c.qk_direct(M, n - split, H, Q, H, K + split * c.row_bytes, c.row_bytes, c.alpha, scores + split, ldc);
+}
+
+void pack_keys(const AttentionContext& c, const Scratch& s, int64_t b, int64_t key0, size_t n, const uint8_t* K) {
+  const bool finite = key0 + static_cast<int64_t>(n) <= finite_keys(c, b);
+  (finite ? c.qk_pack_finite : c.qk_pack)(n, static_cast<size_t>(c.p.head_size), K, c.row_bytes, s.panels);
+}
+
+// O (M rows of H) = (accumulate ? O : 0) + P * V over keys [key0, key0 + n).
+void accumulate_values(const AttentionContext& c, int64_t b, int64_t key0, size_t M, size_t n, const float* P,
+                       size_t ldp, const uint8_t* V, float* O, bool accumulate) {
+  const size_t H = static_cast<size_t>(c.p.head_size);
+  const size_t split = finite_part(c, c.sv_finite, c.sv, b, key0, static_cast<int64_t>(n));
+  if (split > 0) c.sv_finite(M, split, H, P, ldp, V, c.row_bytes, O, H, accumulate);
+  if (split == 0 || split < n)  // with no keys at all, the exact kernel zeroes O (or keeps it)
+    c.sv(M, n - split, H, P + split, ldp, V + split * c.row_bytes, c.row_bytes, O, H, accumulate || split > 0);
+}
+
 void load_q_tile(const AttentionContext& c, const Tile& tile, const Scratch& s) {
   const GqaProblem& p = c.p;
   const int64_t H = p.head_size, nq = tile.rows();
@@ -138,10 +178,10 @@ void compute_scores(const AttentionContext& c, const Scratch& s, const Tile& til
     const int64_t nb = std::min(Bc, n - b0);
     const uint8_t* k = tile.k + static_cast<size_t>(j0 + b0) * c.row_bytes;
     if (M >= c.packed_min_rows) {
-      c.qk_pack(nb, H, k, c.row_bytes, s.panels);
+      pack_keys(c, s, tile.b, j0 + b0, nb, k);
       c.kt.qk.packed(M, nb, H, s.q_tile, H, s.panels, c.alpha, scores + b0, ld);
     } else {
-      c.qk_direct(M, nb, H, s.q_tile, H, k, c.row_bytes, c.alpha, scores + b0, ld);
+      direct_scores(c, tile.b, j0 + b0, M, nb, s.q_tile, k, scores + b0, ld);
     }
   }
 }
@@ -236,8 +276,8 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
     }
     s.row_sum[r] = inv_sum;
   }
-  c.sv(M, span, H, s.scores, s.span, tile.v + static_cast<size_t>(kv_lo) * c.row_bytes, c.row_bytes,
-       s.o_tile, H, false);
+  accumulate_values(c, tile.b, kv_lo, M, span, s.scores, s.span, tile.v + static_cast<size_t>(kv_lo) * c.row_bytes,
+                    s.o_tile, false);
   for (int64_t r = 0; r < M; ++r)
     write_output_row(c, tile, r / nq, tile.i0 + r % nq, s.o_tile + r * H, s.row_sum[r]);
 }
@@ -314,15 +354,15 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
       // prefetchers follow poorly from L3; ask for them into L2 now, while K is packed and scored.
       const char* v = reinterpret_cast<const char*>(tile.v + static_cast<size_t>(j0) * c.row_bytes);
       for (size_t at = 0; at < static_cast<size_t>(n) * c.row_bytes; at += 64) __builtin_prefetch(v + at, 0, 2);
-      c.qk_pack(n, H, k, c.row_bytes, s.panels);
+      pack_keys(c, s, tile.b, j0, n, k);
     }
     // SV runs once per run of segments (kSvRunRows): every output is the same chain over the same keys, so the
     // bits do not depend on how rows are grouped.
     SvRun run;
     const auto flush = [&] {
       if (run.r1 > run.r0)
-        c.sv(run.r1 - run.r0, run.k1 - run.k0, H, s.scores + run.r0 * s.span + run.k0, s.span,
-             tile.v + static_cast<size_t>(j0 + run.k0) * c.row_bytes, c.row_bytes, s.o_tile + run.r0 * H, H, true);
+        accumulate_values(c, tile.b, j0 + run.k0, run.r1 - run.r0, run.k1 - run.k0, s.scores + run.r0 * s.span + run.k0,
+                          s.span, tile.v + static_cast<size_t>(j0 + run.k0) * c.row_bytes, s.o_tile + run.r0 * H, true);
       run = SvRun();
     };
     for (int64_t r0 = 0; r0 < M; r0 += kRowSegment) {
@@ -346,8 +386,8 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
         const int64_t p0 = k0 / static_cast<int64_t>(kQkPanelKeys) * static_cast<int64_t>(kQkPanelKeys);
         c.kt.qk.packed(rows, k1 - p0, H, s.q_tile + r0 * H, H, s.panels + p0 * H, c.alpha, scores + p0, s.span);
       } else {
-        c.qk_direct(rows, k1 - k0, H, s.q_tile + r0 * H, H, k + k0 * c.row_bytes, c.row_bytes, c.alpha,
-                    scores + k0, s.span);
+        direct_scores(c, tile.b, j0 + k0, rows, k1 - k0, s.q_tile + r0 * H, k + k0 * c.row_bytes, scores + k0,
+                      s.span);
       }
       flash_segment_softmax(c, s, tile, r0, r1, j0, n, k0, k1);
       if (run.r1 != r0 || run.k0 != k0 || run.k1 != k1 || r0 - run.r0 >= kSvRunRows) {
@@ -428,15 +468,22 @@ void decode_merge_task(const AttentionContext& c, const Tile& tile, const float*
 
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& t, int threads,
                    uint8_t* present_key, uint8_t* present_value, GqaOutputs* outputs, bool in_place) {
-  AttentionContext c{p, kt, t, static_cast<size_t>(p.cache_row_bytes), nullptr, nullptr, nullptr,
-                     packed_qk_min_rows(p.cache_dtype), p.alpha, nullptr,
-                     nullptr, outputs};
+  AttentionContext c{p, kt, t, static_cast<size_t>(p.cache_row_bytes), nullptr, nullptr, nullptr, nullptr, nullptr,
+                     nullptr, packed_qk_min_rows(p.cache_dtype), p.alpha, nullptr, nullptr, outputs};
   switch (p.cache_dtype) {
     case DType::kFloat16: c.qk_direct = kt.qk.f16; c.qk_pack = kt.qk.pack_f16; c.sv = kt.sv.f16; break;
     case DType::kBFloat16: c.qk_direct = kt.qk.bf16; c.qk_pack = kt.qk.pack_bf16; c.sv = kt.sv.bf16; break;
     case DType::kInt8: c.qk_direct = kt.qk.s8; c.qk_pack = kt.qk.pack_s8; c.sv = kt.sv.s8; break;
     case DType::kUInt8: c.qk_direct = kt.qk.s4; c.qk_pack = kt.qk.pack_s4; c.sv = kt.sv.s4; break;
     default: c.qk_direct = kt.qk.f32; c.qk_pack = kt.qk.pack_f32; c.sv = kt.sv.f32; break;
+  }
+  c.qk_direct_finite = c.qk_direct;
+  c.qk_pack_finite = c.qk_pack;
+  c.sv_finite = c.sv;
+  if (p.cache_dtype == DType::kFloat16 && p.past_f16_finite) {
+    c.qk_direct_finite = kt.qk.f16_finite;
+    c.qk_pack_finite = kt.qk.pack_f16_finite;
+    c.sv_finite = kt.sv.f16_finite;
   }
   if (p.quant == KvQuant::kPerTensor) c.alpha *= p.inputs->k_scale->as<float>()[0];
   if (p.quant == KvQuant::kPerTensor && p.bits == 8 && approx_vnni_requested() && kt.qk.s8_approx_vnni)

@@ -324,10 +324,11 @@ void keep_window(const GqaProblem& p, const uint8_t* staging, uint8_t* to, bool 
 // present outputs (or internal tensors when they are not requested); a window cache's staging step attends over
 // internal tensors and then keeps its window in the present outputs or the past buffer.
 Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaRequest& request,
-               GqaOutputs* outputs, const RunOptions& options, bool in_place) {
+               GqaOutputs* outputs, const RunOptions& options, bool in_place, bool past_f16_finite = false) {
   if (!outputs) return Status::Error("outputs must not be null");
   GqaProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_gqa(inputs, attrs, request, &p));
+  p.past_f16_finite = past_f16_finite;
   window_step(&p);
   if (in_place) {
     if (!p.has_past)
@@ -420,6 +421,13 @@ Status group_query_attention_in_place(const GqaInputs& inputs, const GqaAttribut
   GqaRequest in_place_request = request;
   in_place_request.present_key = in_place_request.present_value = false;
   return run_gqa(inputs, attrs, in_place_request, outputs, options, true);
+}
+
+Status gqa_kv_cache_step(const GqaInputs& inputs, const GqaAttributes& attrs, GqaOutputs* outputs,
+                         const RunOptions& options, bool past_f16_finite) {
+  GqaRequest request;
+  request.present_key = request.present_value = false;
+  return run_gqa(inputs, attrs, request, outputs, options, true, past_f16_finite);
 }
 
 }  // namespace attnkit

@@ -64,6 +64,10 @@ struct GqaProblem {
   int64_t window_capacity = 0;  // C = past_key dim 2
   bool window_staging = false;  // set by window_step: the step attends over a staging cache of present_len rows
 
+  // Set by GqaKvCache, which checks what it stores: the past rows [0, P_b) hold no fp16 inf or NaN, so the kernels'
+  // finite forms (QkGemmKernels::f16_finite) may read them.
+  bool past_f16_finite = false;
+
   // Per batch entry b:
   std::vector<int64_t> total_len;      // T_b = seqlens_k[b] + 1: keys [0, T_b) are valid
   std::vector<int64_t> past_len;       // P_b: rows copied from past; new rows written at [P_b, P_b + L)
@@ -105,5 +109,10 @@ Status validate_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const G
 // all window_rows(P_b) past rows in a staging cache of present_len rows, whose last window_rows(T_b) rows the
 // caller then copies to rows [0, window_rows(T_b)). T_b and P_b are the step's absolute lengths.
 void window_step(GqaProblem* problem);
+
+// group_query_attention_in_place for GqaKvCache, which checks what it stores and says whether its past rows are
+// free of fp16 inf and NaN (past_f16_finite: the kernels may then read them in their finite forms).
+Status gqa_kv_cache_step(const GqaInputs& inputs, const GqaAttributes& attrs, GqaOutputs* outputs,
+                         const RunOptions& options, bool past_f16_finite);
 
 }  // namespace attnkit
