@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -37,6 +38,20 @@ inline void cpu_relax() {
   asm volatile("yield");
 #endif
 }
+#if defined(__EMSCRIPTEN__)
+// wasm has no pause instruction, so 4000 polls end within a few microseconds; poll the clock instead.
+constexpr auto kSpinTime = std::chrono::microseconds(100);
+
+template <typename Ready>
+bool spin_until(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + kSpinTime;
+  for (;;) {
+    for (int i = 0; i < 256; ++i)
+      if (ready()) return true;
+    if (std::chrono::steady_clock::now() >= until) return ready();
+  }
+}
+#else
 constexpr int kSpinIterations = 4000;  // ~50-100 us
 
 template <typename Ready>
@@ -47,6 +62,7 @@ bool spin_until(Ready ready) {
   }
   return ready();
 }
+#endif
 
 constexpr uint64_t kClosed = 0xffffffffu;  // the next-task field of a region being replaced
 
