@@ -235,7 +235,14 @@ function callPacked(Module, what, inputs, attrs, { outputs, path, into, op } = {
 
 // BigInt attribute values (int64 in ONNX) go as numbers; the replacer that does it, called for every key, runs only
 // where plain JSON refuses one.
+// JSON would turn NaN and infinities into null, which the op would report as a missing number.
 function attrsToJson(attrs) {
+  for (const key in attrs) {
+    const value = attrs[key];
+    if (typeof value === 'number' && !Number.isFinite(value)) {
+      throw new AttnkitError(`${key}: attribute must be a finite number, got ${value}`, 2);
+    }
+  }
   try {
     return JSON.stringify(attrs ?? {});
   } catch {
@@ -363,7 +370,7 @@ export function stepKvCache(Module, cache, inputs, attrs, options = {}) {
 // them out as { present_key, present_value }, truncate keeps the first `length`; reserve grows the capacity.
 function cacheLength(length, what) {
   if (!Number.isInteger(length) || length < 0 || length > 0x7fffffff) {
-    throw new AttnkitError(`kv cache: ${what} must be a non-negative integer`);
+    throw new AttnkitError(`kv cache: ${what} must be an integer in [0, 2147483647], got ${length}`);
   }
   return length;
 }
@@ -397,7 +404,9 @@ export function createKvCache(Module, { batch = 1, kvHeads, headSize, capacity, 
   if (slots === 0) throw new AttnkitError('out of memory', 1);
   try {
     const int = (v, name) => {
-      if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) throw new AttnkitError(`kv cache: ${name} must be a non-negative integer`);
+      if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) {
+        throw new AttnkitError(`kv cache: ${name} must be an integer in [0, 2147483647], got ${v}`);
+      }
       return v;
     };
     const rc = Module._attnkit_kv_cache_create_window(int(batch, 'batch'), int(kvHeads, 'kvHeads'),

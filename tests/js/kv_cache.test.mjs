@@ -284,6 +284,8 @@ test('kv cache misuse is an AttnkitError naming the rule', async () => {
   instances.push(inst);
   assert.throws(() => inst.createKvCache({ kvHeads: Nk, headSize: H, capacity: 0 }), (e) =>
     e instanceof AttnkitError && e.message.includes('capacity'));
+  assert.throws(() => inst.createKvCache({ kvHeads: Nk, headSize: H, capacity: 1e12 }), (e) =>
+    e instanceof AttnkitError && e.message === 'kv cache: capacity must be an integer in [0, 2147483647], got 1000000000000');
   const cache = inst.createKvCache({ kvHeads: 1, headSize: 8, capacity: 2 });
   const x = { data: new Float32Array(3 * 8), shape: [1, 3, 8] };
   assert.throws(() => cache.step({ query: x, key: x, value: x }, { num_heads: 1, kv_num_heads: 1 }), (e) =>
@@ -297,7 +299,7 @@ test('kv cache misuse is an AttnkitError naming the rule', async () => {
   cache.load({ past_key: rows(2), past_value: rows(2) }, { length: 1 });
   assert.equal(cache.length, 1);
   refused(() => cache.truncate(2), 'cannot truncate to 2 tokens: it holds 1');
-  refused(() => cache.truncate(-1), 'truncate length must be a non-negative integer');
+  refused(() => cache.truncate(-1), 'truncate length must be an integer in [0, 2147483647], got -1');
   refused(() => cache.reserve(2 ** 31), 'capacity must be');
   refused(() => cache.reserve(2 ** 30), 'larger than 16 GiB');
   refused(() => cache.reserve(2 ** 27), 'out of memory allocating [1, 1, 134217728, 8]');  // 4 GiB: beyond wasm32

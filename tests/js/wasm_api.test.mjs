@@ -196,6 +196,11 @@ for (const build of BUILDS) {
         assert.deepEqual(ak.groupQueryAttention(inputs, attrs), plain);
         assert.deepEqual(ak.groupQueryAttention(inputs, { ...attrs, softcap: 0.5 }), capped);
       }
+      // JSON would send NaN as null ("must be a number, got null"): the refusal names the value itself.
+      for (const scale of [NaN, Infinity]) {
+        assert.throws(() => ak.groupQueryAttention(inputs, { ...attrs, scale }), (e) => e instanceof AttnkitError &&
+          e.code === 2 && e.message === `scale: attribute must be a finite number, got ${scale}`);
+      }
     });
 
     test('float16 inputs need the dtype and give Uint16Array outputs', () => {
