@@ -161,6 +161,34 @@ TEST(KernelQkGemm, PackConvertsEveryHalfPatternExactly) {
   }
 }
 
+// The SIMD softcap skips tanh's exp branch for vectors whose lanes are all below 0.625 * cap: rows entirely below,
+// and rows where one lane (at every position of a 64-value group) is above or NaN, give the scalar bits.
+TEST(KernelSoftmax, SoftcapBranchSkipKeepsTheScalarBits) {
+  std::mt19937 rng(29);
+  const KernelTable* scalar = kernel_table_for("scalar");
+  constexpr size_t n = 200;
+  for (int odd = -1; odd < 64; ++odd) {
+    std::vector<float> x(n);
+    fill_floats(x.data(), n, rng, -12.0f, 12.0f);  // |x| / 20 < 0.625
+    if (odd >= 0) {
+      x[static_cast<size_t>(odd)] = odd % 2 ? 13.0f : std::numeric_limits<float>::quiet_NaN();
+      x[static_cast<size_t>(odd) + 128] = -13.0f;
+    }
+    std::vector<float> want(x);
+    scalar->softmax.softcap(want.data(), n, 20.0f);
+    for (const KernelTable* t : tables()) {
+      std::vector<float> got(x);
+      t->softmax.softcap(got.data(), n, 20.0f);
+      for (size_t i = 0; i < n; ++i) {
+        if (std::isnan(want[i]))
+          ASSERT_TRUE(std::isnan(got[i])) << t->isa << " at " << i;
+        else
+          ASSERT_EQ(float_bits(want[i]), float_bits(got[i])) << t->isa << " odd lane " << odd << " at " << i;
+      }
+    }
+  }
+}
+
 // exp_poly: < 2 ulp from the true exp over the whole useful range, exactly 0 for -inf and for inputs
 // whose result would be subnormal.
 TEST(KernelSoftmax, ExpPolyUnderTwoUlp) {

@@ -67,6 +67,7 @@ struct Vec128 {
   static M ge(V a, V b) { return simde_vcgeq_f32(a, b); }
   static M lt(V a, V b) { return simde_vcltq_f32(a, b); }
   static M not_lt(V a, V b) { return simde_vmvnq_u32(simde_vcltq_f32(a, b)); }  // true for NaN
+  static bool any(M m) { return simde_vmaxvq_u32(m) != 0; }
   static M is_nan(V a) { return simde_vmvnq_u32(simde_vceqq_f32(a, a)); }
   static V select(M m, V a, V b) { return simde_vbslq_f32(m, a, b); }
   static V zero_unless(M m, V a) {
@@ -243,6 +244,7 @@ struct Vec128 {
   static M ge(V a, V b) { return simde_wasm_f32x4_ge(a, b); }
   static M lt(V a, V b) { return simde_wasm_f32x4_lt(a, b); }
   static M not_lt(V a, V b) { return simde_wasm_v128_not(simde_wasm_f32x4_lt(a, b)); }  // true for NaN
+  static bool any(M m) { return simde_wasm_v128_any_true(m); }
   static M is_nan(V a) { return simde_wasm_f32x4_ne(a, a); }
   static V select(M m, V a, V b) { return simde_wasm_v128_bitselect(a, b, m); }
   static V zero_unless(M m, V a) { return simde_wasm_v128_and(m, a); }

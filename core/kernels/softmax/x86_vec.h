@@ -29,6 +29,7 @@ struct Vec256 {
   static M ge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
   static M lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   static M not_lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_NLT_UQ); }  // true for NaN
+  static bool any(M m) { return _mm256_movemask_ps(m) != 0; }
   static M is_nan(V a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
   static V select(M m, V a, V b) { return _mm256_blendv_ps(b, a, m); }  // m ? a : b
   static V zero_unless(M m, V a) { return _mm256_and_ps(m, a); }
@@ -74,6 +75,7 @@ struct Vec512 {
   static M ge(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
   static M lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   static M not_lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_NLT_UQ); }  // true for NaN
+  static bool any(M m) { return m != 0; }
   static M is_nan(V a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
   static V select(M m, V a, V b) { return _mm512_mask_blend_ps(m, b, a); }
   static V zero_unless(M m, V a) { return _mm512_maskz_mov_ps(m, a); }
