@@ -238,10 +238,8 @@ void write_qk_row(const AttentionContext& c, const Tile& tile, int64_t hh, int64
   store_float_row(c.kt, row, n, p.dtype, c.outputs->output_qk.storage.data(), offset);
 }
 
-// Naive: materializes the task's score rows over its whole key span, then one softmax and one SV.
-void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
-  const GqaProblem& p = c.p;
-  const int64_t H = p.head_size, nq = tile.rows(), M = p.group * nq;
+// The union of the keys the tile's rows see; empty (lo == hi) when none see any.
+void task_key_range(const GqaProblem& p, const Tile& tile, int64_t* lo_out, int64_t* hi_out) {
   int64_t kv_lo = std::numeric_limits<int64_t>::max(), kv_hi = 0;
   for (int64_t i = tile.i0; i < tile.i1; ++i) {
     int64_t lo, hi;
@@ -249,7 +247,17 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
     kv_lo = std::min(kv_lo, lo);
     kv_hi = std::max(kv_hi, hi);
   }
-  const int64_t span = std::max<int64_t>(0, kv_hi - kv_lo);
+  *lo_out = kv_lo;
+  *hi_out = std::max(kv_hi, kv_lo);
+}
+
+// Naive: materializes the task's score rows over its whole key span, then one softmax and one SV.
+void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
+  const GqaProblem& p = c.p;
+  const int64_t H = p.head_size, nq = tile.rows(), M = p.group * nq;
+  int64_t kv_lo, kv_hi;
+  task_key_range(p, tile, &kv_lo, &kv_hi);
+  const int64_t span = kv_hi - kv_lo;
   load_q_tile(c, tile, s);
   compute_scores(c, s, tile, M, kv_lo, span, s.scores, s.span);
   for (int64_t r = 0; r < M; ++r) {
@@ -398,18 +406,6 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
     }
     flush();
   }
-}
-
-void task_key_range(const GqaProblem& p, const Tile& tile, int64_t* lo_out, int64_t* hi_out) {
-  int64_t kv_lo = std::numeric_limits<int64_t>::max(), kv_hi = 0;
-  for (int64_t i = tile.i0; i < tile.i1; ++i) {
-    int64_t lo, hi;
-    p.visible_keys(tile.b, i, &lo, &hi);
-    kv_lo = std::min(kv_lo, lo);
-    kv_hi = std::max(kv_hi, hi);
-  }
-  *lo_out = kv_lo;
-  *hi_out = std::max(kv_hi, kv_lo);
 }
 
 void flash_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
