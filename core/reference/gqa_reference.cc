@@ -272,6 +272,10 @@ Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs
 
         double m = -std::numeric_limits<double>::infinity();
         for (double v : x) m = std::max(m, v);
+        // Every score at or below the lowest float (-inf or finfo.min masks; not NaN): fully masked, all
+        // probabilities 0.
+        const bool fully_masked =
+            std::all_of(x.begin(), x.end(), [](double v) { return v <= std::numeric_limits<float>::lowest(); });
         double sink_logit = 0.0;
         if (p.use_sink) {
           sink_logit = sink ? static_cast<double>(load_float(sink->data, sink->dtype, h)) : 0.0;
@@ -280,7 +284,8 @@ Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs
         double den = p.use_sink ? std::exp(sink_logit - m) : 0.0;
         for (double v : x) den += std::exp(v - m);
         std::vector<double> prob(x.size());
-        for (size_t j = 0; j < x.size(); ++j) prob[j] = std::exp(x[j] - m) / den;
+        if (!fully_masked)
+          for (size_t j = 0; j < x.size(); ++j) prob[j] = std::exp(x[j] - m) / den;
 
         if (request.output_qk) {
           double* qk_row = &result->output_qk[static_cast<size_t>(((b * N + h) * S + i) * T)];

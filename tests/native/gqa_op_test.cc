@@ -169,42 +169,6 @@ GqaCase build(const GridPoint& g, uint64_t seed) {
   return c;
 }
 
-// Unit roundoff of the output dtype (half an ulp, relative).
-double unit_roundoff(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat16: return std::ldexp(1.0, -11);
-    case DType::kBFloat16: return std::ldexp(1.0, -8);
-    default: return 0.0;
-  }
-}
-
-// Compares one (row-major) result against the reference, row by row (rows of `row` elements).
-// Bound: the fp32 pipeline (fp32 dot products over <= 256 channels, polynomial exp, fp32 sums over
-// <= 429 keys with probabilities summing to 1) stays within 2e-6 * max(1, max|ref| of the row) — the
-// issue's fp32 bound. A 16-bit output is then rounded once: |round(y) - y| <= u|y| with u = 2^-11
-// (fp16) / 2^-8 (bf16), plus 2^-25 for fp16 subnormals, so the total is u(|ref| + e) + e + 2^-25.
-void expect_close(const std::vector<double>& ref, const void* got, DType dtype, int64_t row,
-                  const std::string& what) {
-  const double u = unit_roundoff(dtype);
-  const int64_t rows = static_cast<int64_t>(ref.size()) / row;
-  double worst = 0.0;
-  int64_t worst_at = -1;
-  for (int64_t r = 0; r < rows; ++r) {
-    double row_max = 1.0;
-    for (int64_t k = 0; k < row; ++k) row_max = std::max(row_max, std::fabs(ref[r * row + k]));
-    const double e = 2e-6 * row_max;
-    for (int64_t k = 0; k < row; ++k) {
-      const int64_t i = r * row + k;
-      const double tol = u * (std::fabs(ref[i]) + e) + e + (u > 0 ? std::ldexp(1.0, -25) : 0.0);
-      const double err = std::fabs(reference::load_float(got, dtype, i) - ref[i]);
-      if (!(err <= tol) && (worst_at < 0 || err / tol > worst)) worst = err / tol, worst_at = i;
-    }
-  }
-  EXPECT_LT(worst_at, 0) << what << ": element " << worst_at << " is off by " << worst
-                         << "x its bound; got " << reference::load_float(got, dtype, std::max<int64_t>(worst_at, 0))
-                         << ", reference " << ref[std::max<int64_t>(worst_at, 0)];
-}
-
 void check_point(const GridPoint& g, uint64_t seed) {
   GqaCase c = build(g, seed);
   GqaInputs in = c.inputs();

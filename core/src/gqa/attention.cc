@@ -16,6 +16,10 @@ namespace attnkit {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// Scores at or below this (a -inf mask, or the lowest float that exporters add as finfo.min) are masked. A row
+// with no score above it is fully masked: probability 0 everywhere and an output of 0, the answer of ORT's fp32
+// and quantized flash paths (its naive path, which it takes for fp16, softcap or a single key, gives NaN).
+constexpr float kMaskedScore = std::numeric_limits<float>::lowest();
 
 // Tiles of fewer rows read K in its stored dtype (direct QK); from this many rows on, K is first packed to fp32
 // panels once per block and the packed GEMM shares it across the rows. A decode step is one tile of G rows per KV
@@ -275,12 +279,16 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
       if (p.qk_output == 1 && p.request.output_qk) write_qk_row(c, tile, hh, i, kv_lo, row, span);
       float m = c.kt.softmax.reduce_max(vis, n);
       const bool sink = p.use_sink;
-      if (sink) m = std::max(m, c.sink[h]);
-      float sum = c.kt.softmax.exp_sum(vis, n, m);
-      if (sink) sum += std::exp(c.sink[h] - m);
-      c.kt.softmax.scale(vis, n, 1.0f / sum);
+      if (m <= kMaskedScore) {
+        std::fill(vis, vis + n, 0.0f);  // fully masked (a sink's own term would be all of the sum: the same zeros)
+      } else {
+        if (sink) m = std::max(m, c.sink[h]);
+        float sum = c.kt.softmax.exp_sum(vis, n, m);
+        if (sink) sum += std::exp(c.sink[h] - m);
+        c.kt.softmax.scale(vis, n, 1.0f / sum);
+        inv_sum = 1.0f;
+      }
       if (p.qk_output == 2 && p.request.output_qk) write_qk_row(c, tile, hh, i, kv_lo, row, span);
-      inv_sum = 1.0f;
     }
     s.row_sum[r] = inv_sum;
   }
@@ -323,7 +331,12 @@ void flash_segment_softmax(const AttentionContext& c, Scratch& s, const Tile& ti
     std::fill(row + (e - j0), row + k1, 0.0f);
     transform_scores(c, s, tile.b, h, i, a, e, vis);
     const size_t count = static_cast<size_t>(e - a);
-    const float m_new = std::max(s.row_max[r], c.kt.softmax.reduce_max(vis, count));
+    const float block_max = c.kt.softmax.reduce_max(vis, count);
+    if (block_max <= kMaskedScore) {  // every key here is masked: it adds nothing (NaN fails the test and goes on)
+      std::fill(vis, vis + count, 0.0f);
+      continue;
+    }
+    const float m_new = std::max(s.row_max[r], block_max);
     if (s.row_max[r] != kNegInf && m_new > s.row_max[r]) {
       const float factor = std::exp(s.row_max[r] - m_new);
       c.kt.softmax.scale(s.o_tile + r * H, static_cast<size_t>(H), factor);
