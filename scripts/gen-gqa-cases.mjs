@@ -3,6 +3,7 @@
 // them reproducible. Inputs are `random` (splitmix64, DESIGN.md) so files stay small. Each case was probed on
 // onnxruntime-node 1.30: where ORT cannot run one, the case says so ("ort": "skip: ...") and in its name.
 import { mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { bytesToBase64, floatToF16, materializeTensor } from '../js/case.js';
 
 const dir = new URL('../tests/cases/gqa/', import.meta.url).pathname;
 let seed = 100; // every random tensor gets its own seed, so no two inputs repeat each other
@@ -350,6 +351,36 @@ e('qk-norm-packed-qkv', { packed: true, S: 4, rotary: {}, qkNorm: true }, 'q_nor
 e('qk-norm-weight-2d', { S: 4, rotary: {}, qkNorm: true, mutate: (c) => { c.inputs.q_norm_weight.shape = [1, 16]; } }, 'q_norm_weight: must be a 1-D tensor of shape [head_size=16], got');
 e('qk-norm-weight-float16', { S: 4, rotary: {}, qkNorm: true, mutate: (c) => { c.inputs.k_norm_weight.dtype = 'float16'; } }, 'k_norm_weight: dtype must be float32');
 e('qk-norm-negative-epsilon', { S: 4, rotary: {}, qkNorm: true, attrs: { qk_norm_epsilon: -1 } }, 'qk_norm_epsilon');
+
+// ---- fully masked rows (appended last: every case above keeps its random seeds) ----
+// attention_bias rows { b, h, i } set to `value` on columns 0..upTo (default: all). JSON has no -Infinity, so the
+// bias is written out as base64.
+function maskBias(c, rows) {
+  const t = materializeTensor(c.inputs.attention_bias);
+  const [, N1, S, T] = t.shape;
+  const store = t.dtype === F16 ? floatToF16 : (x) => x;
+  for (const { b = 0, h, i, value, upTo = T - 1 } of rows) {
+    for (let j = 0; j <= upTo; j++) t.data[((b * N1 + h) * S + i) * T + j] = store(value);
+  }
+  c.inputs.attention_bias = { dtype: t.dtype, shape: t.shape, base64: bytesToBase64(new Uint8Array(t.data.buffer)) };
+}
+const LOWEST = -3.4028234663852886e38; // finfo(float32).min, the mask value exporters add
+// A row whose every visible score is -inf or the lowest float gives 0 (ORT's flash paths, and attnkit on every path).
+maskBias(gqa({ name: 'masked/fully-masked-rows-prompt', B: 2, S: 5, seqlens: [4, 4], bias: [2, 4] }), [
+  { b: 0, h: 0, i: 2, value: -Infinity }, { b: 1, h: 3, i: 4, value: LOWEST },
+  { b: 1, h: 1, i: 3, value: -Infinity, upTo: 3 }, // only the keys it sees; the causally hidden column stays finite
+  { b: 0, h: 2, i: 4, value: -Infinity, upTo: 2 }, // partly masked: an ordinary row
+]);
+maskBias(gqa({ name: 'masked/fully-masked-chunk-window', S: 4, past: 10, H: 32, bias: [1, 4], attrs: { local_window_size: 3 } }), [
+  { h: 1, i: 0, value: -Infinity }, { h: 2, i: 3, value: LOWEST, upTo: 13 },
+]);
+maskBias(gqa({ name: 'masked/fully-masked-decode-int8', S: 1, past: 16, bias: [1, 4], cacheDtype: 'int8', quant: { type: 'PER_TENSOR', bits: 8 }, tol: Q8, note: QNOTE }), [
+  { h: 2, i: 0, value: -Infinity }, { h: 3, i: 0, value: LOWEST },
+]);
+const ORT_NAIVE_NAN = "skip: ORT 1.30's naive path (which it takes for fp16, softcap, qk_output or a single key) gives NaN for a fully masked row; its flash paths give 0, as attnkit does everywhere (compared with the reference only)";
+maskBias(gqa({ name: 'masked/fully-masked-fp16-softcap', dtype: F16, S: 6, bias: [1, 4], attrs: { softcap: 2 }, ort: ORT_NAIVE_NAN }), [
+  { h: 0, i: 3, value: -Infinity }, { h: 1, i: 5, value: -Infinity, upTo: 5 },
+]);
 
 const all = writeAll();
 console.log(`${all.length} cases written to ${dir}`);

@@ -271,6 +271,26 @@ describe('ORT WebGPU EP (SwiftShader) vs the fp64 reference', () => {
     }
   });
 
+  test('masked--fully-masked-rows-prompt: fully masked rows are not 0; every other row agrees', async () => {
+    const name = 'masked--fully-masked-rows-prompt';
+    const c = readCase(name);
+    const res = await runOrtWebgpu(c, { repeat: 0 });
+    assert.equal(res.error, undefined, `ORT WebGPU failed: ${res.error}`);
+    const ref = (await reference(caseFile(name))).output.data;
+    const got = res.outputs.output.data;
+    const [B, S, NH] = c.inputs.query.shape, H = 16, N = NH / H;
+    // (b, i, h) -> what WebGPU gives where attnkit and ORT's CPU flash path give 0 (the case's masked rows).
+    const masked = new Map([['0,2,0', 'NaN'], ['1,3,1', 'NaN'], ['1,4,3', 'average']]);
+    for (let b = 0; b < B; b++) for (let i = 0; i < S; i++) for (let h = 0; h < N; h++) {
+      const at = ((b * S + i) * N + h) * H;
+      const row = Array.from(got.subarray(at, at + H)), want = Array.from(ref.subarray(at, at + H));
+      const kind = masked.get(`${b},${i},${h}`);
+      if (kind === 'NaN') assert.ok(row.every(Number.isNaN), `row ${b},${i},${h}: ${row}`);
+      else if (kind === 'average') assert.ok(want.every((v) => v === 0) && row.some((v) => Math.abs(v) > 1e-3), `row ${b},${i},${h}: ${row}`);
+      else row.forEach((v, d) => assert.ok(Math.abs(v - want[d]) <= 1e-5 + 1e-5 * Math.abs(want[d]), `row ${b},${i},${h}[${d}]: ${v} vs ${want[d]}`));
+    }
+  });
+
   test('with subgroup features visible, a 129-token prompt goes wrong (why the target hides them)', async () => {
     const exposed = new BrowserRunner({ exposeSubgroups: true });
     try {
