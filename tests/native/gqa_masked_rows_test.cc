@@ -4,6 +4,7 @@
 // and split-KV decoding gave 0.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -117,6 +118,26 @@ TEST(GqaMaskedRows, QkAfterSoftmax) { check({"qk after", 6, 2, 4, 2, 16, DType::
 // One query row over a cache long enough for split-KV decoding (several chunks at 3 threads).
 TEST(GqaMaskedRows, SplitKvDecode) { check({"decode", 1, 1500, 8, 1, 64}); }
 TEST(GqaMaskedRows, SingleKey) { check({"single key", 1, 0, 4, 2, 8}); }
+
+// A NaN score among masked ones is not a masked row: the NaN reaches the output, as in the reference.
+TEST(GqaMaskedRows, NaNAmongMaskedScoresStaysNaN) {
+  const MaskedCase m{"nan", 5, 0, 4, 2, 16};
+  GqaCase c = build(m);
+  std::vector<float> bias(static_cast<size_t>(m.heads * m.seq * m.seq), 0.0f);
+  for (int64_t j = 0; j < m.seq; ++j) bias[static_cast<size_t>(3 * m.seq + j)] = j == 1 ? NAN : -INFINITY;  // h 0, i 3
+  c.set("attention_bias", float_tensor(m.dtype, {1, m.heads, m.seq, m.seq}, bias));
+  GqaInputs in = c.inputs();
+  reference::GqaReferenceResult ref;
+  ASSERT_TRUE(reference::group_query_attention(in, c.attrs, c.request, &ref).ok());
+  const int64_t row = 3 * m.heads * m.head_size;  // output row (i 3, h 0)
+  EXPECT_TRUE(std::isnan(ref.output[static_cast<size_t>(row)]));
+  for (AttentionPath path : {AttentionPath::kNaive, AttentionPath::kFlash}) {
+    GqaOutputs one, three;
+    ASSERT_NO_FATAL_FAILURE(run_one_and_three_threads(in, c.attrs, c.request, path, &one, &three));
+    for (int64_t d = 0; d < m.head_size; ++d)
+      EXPECT_TRUE(std::isnan(reference::load_float(one.output.storage.data(), m.dtype, row + d))) << d;
+  }
+}
 
 }  // namespace
 }  // namespace attnkit

@@ -21,6 +21,12 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // and quantized flash paths (its naive path, which it takes for fp16, softcap or a single key, gives NaN).
 constexpr float kMaskedScore = std::numeric_limits<float>::lowest();
 
+// Whether scores whose max is at or below kMaskedScore are all masked: reduce_max skips a NaN after the first
+// element, and a NaN score must still reach the output.
+bool all_masked(const float* x, size_t n) {
+  return std::all_of(x, x + n, [](float v) { return v <= kMaskedScore; });
+}
+
 // Tiles of fewer rows read K in its stored dtype (direct QK); from this many rows on, K is first packed to fp32
 // panels once per block and the packed GEMM shares it across the rows. A decode step is one tile of G rows per KV
 // head (G query heads per KV head), and it packed from 4 rows on. Decode T=4096, one thread, packed -> direct:
@@ -279,7 +285,7 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
       if (p.qk_output == 1 && p.request.output_qk) write_qk_row(c, tile, hh, i, kv_lo, row, span);
       float m = c.kt.softmax.reduce_max(vis, n);
       const bool sink = p.use_sink;
-      if (m <= kMaskedScore) {
+      if (m <= kMaskedScore && all_masked(vis, n)) {
         std::fill(vis, vis + n, 0.0f);  // fully masked (a sink's own term would be all of the sum: the same zeros)
       } else {
         if (sink) m = std::max(m, c.sink[h]);
@@ -332,7 +338,7 @@ void flash_segment_softmax(const AttentionContext& c, Scratch& s, const Tile& ti
     transform_scores(c, s, tile.b, h, i, a, e, vis);
     const size_t count = static_cast<size_t>(e - a);
     const float block_max = c.kt.softmax.reduce_max(vis, count);
-    if (block_max <= kMaskedScore) {  // every key here is masked: it adds nothing (NaN fails the test and goes on)
+    if (block_max <= kMaskedScore && all_masked(vis, count)) {  // every key here is masked: it adds nothing
       std::fill(vis, vis + count, 0.0f);
       continue;
     }
