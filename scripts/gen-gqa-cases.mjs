@@ -381,6 +381,9 @@ const ORT_NAIVE_NAN = "skip: ORT 1.30's naive path (which it takes for fp16, sof
 maskBias(gqa({ name: 'masked/fully-masked-fp16-softcap', dtype: F16, S: 6, bias: [1, 4], attrs: { softcap: 2 }, ort: ORT_NAIVE_NAN }), [
   { h: 0, i: 3, value: -Infinity }, { h: 1, i: 5, value: -Infinity, upTo: 5 },
 ]);
+// A -inf sink is no sink (exp(-inf - max) = 0 in ORT); attnkit's flash path once counted it as a key of weight 1.
+const noSink = gqa({ name: 'sink/negative-infinity-prompt', S: 6, sink: true });
+noSink.inputs.head_sink = { dtype: 'float32', shape: [4], base64: bytesToBase64(new Uint8Array(Float32Array.from([-Infinity, 0.3, -0.7, -Infinity]).buffer)) };
 
 const all = writeAll();
 console.log(`${all.length} cases written to ${dir}`);

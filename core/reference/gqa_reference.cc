@@ -272,15 +272,16 @@ Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs
 
         double m = -std::numeric_limits<double>::infinity();
         for (double v : x) m = std::max(m, v);
-        // Every score at or below the lowest float (-inf or finfo.min masks; not NaN): fully masked, all
-        // probabilities 0.
-        const bool fully_masked =
-            std::all_of(x.begin(), x.end(), [](double v) { return v <= std::numeric_limits<float>::lowest(); });
         double sink_logit = 0.0;
         if (p.use_sink) {
           sink_logit = sink ? static_cast<double>(load_float(sink->data, sink->dtype, h)) : 0.0;
           m = std::max(m, sink_logit);
         }
+        // Every score at or below the lowest float (-inf or finfo.min masks; not NaN): fully masked, all
+        // probabilities 0, unless a +inf or NaN sink makes them NaN.
+        const bool fully_masked =
+            std::all_of(x.begin(), x.end(), [](double v) { return v <= std::numeric_limits<float>::lowest(); }) &&
+            !(p.use_sink && !(sink_logit < std::numeric_limits<double>::infinity()));
         double den = p.use_sink ? std::exp(sink_logit - m) : 0.0;
         for (double v : x) den += std::exp(v - m);
         std::vector<double> prob(x.size());

@@ -1,7 +1,7 @@
-// attnkit tests: fully masked query rows (every visible key biased to -inf, or to the lowest float that exporters
-// use as finfo.min) give probability 0 and an output of 0 on every path, dtype, cache type and thread count, as
-// ORT's fp32 and quantized flash paths do; other rows stay on the reference. Before this, prompts gave NaN there
-// and split-KV decoding gave 0.
+// attnkit tests: non-finite logits. Fully masked query rows (every visible key biased to -inf, or to the lowest
+// float that exporters use as finfo.min) give probability 0 and an output of 0 on every path, dtype, cache type and
+// thread count, as ORT's fp32 and quantized flash paths do; other rows stay on the reference. Sinks of -inf are no
+// sink at all, and +inf or NaN sinks give NaN rows, on every path as in the reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -136,6 +136,55 @@ TEST(GqaMaskedRows, NaNAmongMaskedScoresStaysNaN) {
     ASSERT_NO_FATAL_FAILURE(run_one_and_three_threads(in, c.attrs, c.request, path, &one, &three));
     for (int64_t d = 0; d < m.head_size; ++d)
       EXPECT_TRUE(std::isnan(reference::load_float(one.output.storage.data(), m.dtype, row + d))) << d;
+  }
+}
+
+// Head 0's sink is `sink`, the others' finite; a decode step over 1,500 keys (split-KV at 3 threads) and a prompt.
+void check_sink(float sink, int64_t seq, int64_t past) {
+  SCOPED_TRACE("sink " + std::to_string(sink) + " S " + std::to_string(seq));
+  const int64_t heads = 4, head_size = 16;
+  CaseSpec spec;
+  spec.seq = seq, spec.past = past, spec.heads = heads, spec.kv_heads = 2, spec.head_size = head_size, spec.seed = 3;
+  GqaCase c = make_case(spec);
+  c.set("head_sink", float_tensor(DType::kFloat32, {heads}, {sink, 0.5f, -1.0f, 2.0f}));
+  GqaInputs in = c.inputs();
+  reference::GqaReferenceResult ref;
+  ASSERT_TRUE(reference::group_query_attention(in, c.attrs, c.request, &ref).ok());
+  const bool nan_rows = !(sink < INFINITY);
+  for (AttentionPath path : {AttentionPath::kNaive, AttentionPath::kFlash}) {
+    SCOPED_TRACE(path == AttentionPath::kNaive ? "naive" : "flash");
+    GqaOutputs one, three;
+    ASSERT_NO_FATAL_FAILURE(run_one_and_three_threads(in, c.attrs, c.request, path, &one, &three));
+    const float* out = reinterpret_cast<const float*>(one.output.storage.data());
+    for (int64_t i = 0; i < seq; ++i)
+      for (int64_t d = 0; d < head_size; ++d) {
+        const float v = out[i * heads * head_size + d];  // head 0
+        if (nan_rows) {
+          EXPECT_TRUE(std::isnan(v)) << "row " << i << " element " << d << ": " << v;
+        } else {  // a -inf sink is no sink: the bound against the reference holds
+          EXPECT_NEAR(v, ref.output[static_cast<size_t>(i * heads * head_size + d)], 2e-6) << "row " << i;
+        }
+      }
+    if (nan_rows) {  // heads 1-3 keep their finite sinks
+      std::vector<double> rest = ref.output;
+      std::vector<float> got(out, out + rest.size());
+      for (int64_t i = 0; i < seq; ++i)
+        for (int64_t d = 0; d < head_size; ++d) rest[i * heads * head_size + d] = got[i * heads * head_size + d] = 0.0f;
+      expect_close(rest, got.data(), DType::kFloat32, head_size, "output");
+    } else {
+      expect_close(ref.output, out, DType::kFloat32, head_size, "output");
+    }
+  }
+}
+
+TEST(GqaSinks, NegativeInfinityIsNoSink) {
+  check_sink(-INFINITY, 7, 0);
+  check_sink(-INFINITY, 1, 1500);
+}
+TEST(GqaSinks, PositiveInfinityOrNaNGivesNaNRows) {
+  for (float sink : {INFINITY, NAN}) {
+    check_sink(sink, 7, 0);
+    check_sink(sink, 1, 1500);
   }
 }
 

@@ -27,6 +27,10 @@ bool all_masked(const float* x, size_t n) {
   return std::all_of(x, x + n, [](float v) { return v <= kMaskedScore; });
 }
 
+// A head's sink acts as one more key with a zero value. A -inf sink is no key at all; a +inf or NaN one makes the
+// row NaN (exp(s - max) is NaN), as in ORT and the reference, masked keys or not.
+bool sink_is_nan_source(float sink) { return !(sink < std::numeric_limits<float>::infinity()); }
+
 // Tiles of fewer rows read K in its stored dtype (direct QK); from this many rows on, K is first packed to fp32
 // panels once per block and the packed GEMM shares it across the rows. A decode step is one tile of G rows per KV
 // head (G query heads per KV head), and it packed from 4 rows on. Decode T=4096, one thread, packed -> direct:
@@ -285,7 +289,7 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
       if (p.qk_output == 1 && p.request.output_qk) write_qk_row(c, tile, hh, i, kv_lo, row, span);
       float m = c.kt.softmax.reduce_max(vis, n);
       const bool sink = p.use_sink;
-      if (m <= kMaskedScore && all_masked(vis, n)) {
+      if (m <= kMaskedScore && all_masked(vis, n) && !(sink && sink_is_nan_source(c.sink[h]))) {
         std::fill(vis, vis + n, 0.0f);  // fully masked (a sink's own term would be all of the sum: the same zeros)
       } else {
         if (sink) m = std::max(m, c.sink[h]);
@@ -366,9 +370,12 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
   const int64_t H = p.head_size, nq = tile.rows(), M = p.group * nq, Bc = c.t.kv_block;
   for (int64_t r = 0; r < M; ++r) {
     const int64_t h = tile.g * p.group + r / nq;
-    // A sink acts as one extra key with score s and a zero value: it starts the running state.
-    s.row_max[r] = start_with_sink ? c.sink[h] : kNegInf;
-    s.row_sum[r] = start_with_sink ? 1.0f : 0.0f;
+    // A sink acts as one extra key with score s and a zero value: it starts the running state (exp(s - s)).
+    const float sink = start_with_sink ? c.sink[h] : kNegInf;
+    s.row_max[r] = sink;
+    s.row_sum[r] = sink == kNegInf                   ? 0.0f
+                   : sink_is_nan_source(sink) ? std::numeric_limits<float>::quiet_NaN()
+                                              : 1.0f;
   }
   std::fill(s.o_tile, s.o_tile + M * H, 0.0f);
   // Few rows (decoding) read the cache rows directly; more rows amortize packing K once per block.
@@ -436,7 +443,7 @@ void flash_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
   prefetch_output_rows(c, tile);
   for (int64_t r = 0; r < M; ++r) {
     const float sum = s.row_sum[r];
-    write_output_row(c, tile, r / nq, tile.i0 + r % nq, s.o_tile + r * H, sum > 0.0f ? 1.0f / sum : 0.0f);
+    write_output_row(c, tile, r / nq, tile.i0 + r % nq, s.o_tile + r * H, sum == 0.0f ? 0.0f : 1.0f / sum);
   }
 }
 
@@ -466,7 +473,7 @@ void decode_merge_task(const AttentionContext& c, const Tile& tile, const float*
     const int64_t h = tile.g * p.group + r / nq;
     float m = p.use_sink ? c.sink[h] : kNegInf;
     for (int64_t ch = 0; ch < chunks; ++ch) m = std::max(m, partials[ch * stride + r * (H + 2)]);
-    float sum = p.use_sink ? std::exp(c.sink[h] - m) : 0.0f;
+    float sum = p.use_sink && c.sink[h] != kNegInf ? std::exp(c.sink[h] - m) : 0.0f;
     std::fill(o, o + H, 0.0f);
     for (int64_t ch = 0; ch < chunks; ++ch) {
       const float* part = partials + ch * stride + r * (H + 2);
@@ -475,7 +482,7 @@ void decode_merge_task(const AttentionContext& c, const Tile& tile, const float*
       sum += w * part[1];
       for (int64_t d = 0; d < H; ++d) o[d] += w * part[2 + d];
     }
-    write_output_row(c, tile, r / nq, tile.i0 + r % nq, o, sum > 0.0f ? 1.0f / sum : 0.0f);
+    write_output_row(c, tile, r / nq, tile.i0 + r % nq, o, sum == 0.0f ? 0.0f : 1.0f / sum);
   }
 }
 
