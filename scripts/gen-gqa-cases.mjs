@@ -384,6 +384,17 @@ maskBias(gqa({ name: 'masked/fully-masked-fp16-softcap', dtype: F16, S: 6, bias:
 // A -inf sink is no sink (exp(-inf - max) = 0 in ORT); attnkit's flash path once counted it as a key of weight 1.
 const noSink = gqa({ name: 'sink/negative-infinity-prompt', S: 6, sink: true });
 noSink.inputs.head_sink = { dtype: 'float32', shape: [4], base64: bytesToBase64(new Uint8Array(Float32Array.from([-Infinity, 0.3, -0.7, -Infinity]).buffer)) };
+// New K/V rows holding inf, -inf, NaN and huge values, quantized on write: ORT clamps with
+// std::max(lo, std::min(hi, q)), which takes NaN to the upper bound (127, or 7 for int4).
+for (const [bits, type] of [[8, 'PER_TENSOR'], [4, 'PER_CHANNEL']]) {
+  const c = gqa({ name: `quant/int${bits}-${type.toLowerCase().replace('_', '-')}-nonfinite-new-rows`, S: 2, past: 6,
+    cacheDtype: bits === 8 ? 'int8' : 'uint8', quant: { type, bits }, tol: Q8, note: QNOTE });
+  for (const name of ['key', 'value']) {
+    const t = materializeTensor(c.inputs[name]);
+    t.data.set([Infinity, -Infinity, NaN, 1e30, -1e30, NaN], 3);
+    c.inputs[name] = { dtype: t.dtype, shape: t.shape, base64: bytesToBase64(new Uint8Array(t.data.buffer)) };
+  }
+}
 
 const all = writeAll();
 console.log(`${all.length} cases written to ${dir}`);

@@ -190,8 +190,8 @@ float load_float(const void* data, DType dtype, int64_t index) {
 int quantize_value(float x, float scale, int bits) {
   const float inv = scale == 0.0f ? 1.0f : 1.0f / scale;
   const float y = x * inv;
-  if (std::isnan(y)) return 0;
   const float lo = bits == 4 ? -8.0f : -128.0f, hi = bits == 4 ? 7.0f : 127.0f;
+  if (std::isnan(y)) return static_cast<int>(hi);  // ORT: std::max(lo, std::min(hi, NaN)) = hi
   return static_cast<int>(std::min(hi, std::max(lo, std::nearbyint(y))));
 }
 

@@ -27,7 +27,7 @@ float load_float(const void* data, DType dtype, int64_t index);
 
 // MLAS quantization of one value (spec §3): inv = 1/scale in float (scale 0 -> 1), the product
 // x * inv in float, rounded half to even and clamped to [-128, 127] (bits 8) or [-8, 7] (bits 4).
-// NaN quantizes to 0.
+// NaN quantizes to the upper bound (127 or 7), as ORT's std::max(lo, std::min(hi, q)) does.
 int quantize_value(float x, float scale, int bits);
 // Quantizes a row of head_size values; scales[d] is the scale of channel d. bits 8 writes head_size
 // int8 bytes; bits 4 writes ceil(head_size/2) bytes, even channel in the low nibble, values + 8.

@@ -91,7 +91,7 @@ void sv_gemm(CacheElem e, size_t M, size_t N, size_t H, const float* P, size_t l
 
 int32_t quantize(float x, float inv_scale, int32_t lo, int32_t hi) {
   const float v = x * inv_scale;  // the fp32 product is part of the contract
-  if (std::isnan(v)) return 0;
+  if (std::isnan(v)) return hi;  // as ORT's std::max(lo, std::min(hi, q))
   const double r = std::nearbyint(static_cast<double>(v));  // default mode: half to even
   if (r < lo) return lo;
   if (r > hi) return hi;

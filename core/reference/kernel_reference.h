@@ -30,7 +30,7 @@ std::vector<float> qk_pack(CacheElem e, size_t N, size_t H, const void* K, size_
 void sv_gemm(CacheElem e, size_t M, size_t N, size_t H, const float* P, size_t ldp, const void* V,
              size_t ldv, double* O, size_t ldo, bool accumulate);
 
-// Quantize-on-write: q = clamp(rint(float(x*inv)), lo, hi) with NaN -> 0, the product rounded to
+// Quantize-on-write: q = clamp(rint(float(x*inv)), lo, hi) with NaN -> hi (as ORT), the product rounded to
 // float first (the contract multiplies in fp32).
 int32_t quantize(float x, float inv_scale, int32_t lo, int32_t hi);
 void quantize_s8(const float* x, const float* inv_scale, size_t n, int8_t* out);

@@ -194,7 +194,9 @@ TEST(GqaReference, QuantizeRoundsHalfToEvenAndClamps) {
   EXPECT_EQ(reference::quantize_value(300.0f, 1.0f, 8), 127);
   EXPECT_EQ(reference::quantize_value(-300.0f, 1.0f, 8), -128);
   EXPECT_EQ(reference::quantize_value(3.0f, 0.0f, 8), 3);  // scale 0 is treated as 1
-  EXPECT_EQ(reference::quantize_value(NAN, 1.0f, 8), 0);
+  // ORT's clamp, std::max(lo, std::min(hi, q)), takes NaN to the upper bound (onnxruntime-node and -web 1.30 agree).
+  EXPECT_EQ(reference::quantize_value(NAN, 1.0f, 8), 127);
+  EXPECT_EQ(reference::quantize_value(NAN, 1.0f, 4), 7);
 }
 
 TEST(GqaReference, QuantizedCacheIsAttendedInStoredForm) {

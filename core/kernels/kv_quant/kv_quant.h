@@ -15,7 +15,8 @@ struct KvQuantKernels {
   void (*from_bf16)(const uint16_t* x, size_t n, float* out);
   // q[d] = clamp(rint(x[d] * inv_scale[d]), -128, 127); inv_scale has n entries (a per-tensor
   // scale is passed repeated). The clamp happens in float before the integer conversion, so huge
-  // values saturate instead of wrapping; NaN quantizes to 0. n is any size.
+  // values saturate instead of wrapping; NaN quantizes to hi (ORT's std::max(lo, std::min(hi, q))).
+  // n is any size.
   void (*quantize_s8)(const float* x, const float* inv_scale, size_t n, int8_t* out);
   // Same with clamp to [-8, 7]; out gets n/2 bytes, byte k = (q[2k]+8) | (q[2k+1]+8) << 4; n is even.
   void (*quantize_s4)(const float* x, const float* inv_scale, size_t n, uint8_t* out);

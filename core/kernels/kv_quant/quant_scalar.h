@@ -1,5 +1,5 @@
 // attnkit: the scalar steps of the kv_quant contract, shared by every ISA file so tails and vector bodies can
-// never disagree: quantize (clamp in float, NaN -> 0, round half to even) and the fp16/bf16 row conversions
+// never disagree: quantize (clamp in float, NaN -> the upper bound as in ORT, round half to even) and the fp16/bf16 row conversions
 // (common/half.h), which ISAs without a conversion instruction use as they are.
 #pragma once
 #include <cmath>
@@ -12,7 +12,8 @@ namespace attnkit {
 
 inline int32_t kv_quantize_one(float x, float inv_scale, float lo, float hi) {
   float v = x * inv_scale;
-  if (std::isnan(v)) return 0;
+  // ORT clamps with std::max(lo, std::min(hi, q)), which takes a NaN q to hi (on every EP it ships).
+  if (std::isnan(v)) return static_cast<int32_t>(hi);
   v = v < lo ? lo : (v > hi ? hi : v);
   return static_cast<int32_t>(std::nearbyint(v));
 }

@@ -1,4 +1,4 @@
-// attnkit: kv_quant kernels for NEON / wasm128 over Vec128. quantize_s8 (multiply, zero NaN, clamp in float,
+// attnkit: kv_quant kernels for NEON / wasm128 over Vec128. quantize_s8 (multiply, NaN -> 127, clamp in float,
 // round half to even, exact integer conversion) and the fp16/bf16 row conversions (common/half.h's rules in integer
 // lanes) are vectorized; tails and the int4 entries run the shared scalar rules (common/half.h, quant_scalar.h).
 #pragma once
@@ -14,7 +14,7 @@ void quantize_s8_128(const float* x, const float* inv, size_t n, int8_t* out) {
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
     auto v = T::mul(T::load(x + i), T::load(inv + i));
-    v = T::select(T::is_nan(v), T::zero(), v);
+    v = T::select(T::is_nan(v), T::set1(127.0f), v);
     v = T::min(T::max(v, T::set1(-128.0f)), T::set1(127.0f));
     alignas(16) float r[4];
     T::store(r, T::round_even(v));

@@ -1,5 +1,5 @@
 // attnkit: kv_quant kernels for x86 (AVX2 / AVX512 via an Isa struct with the few ops that differ).
-// Quantize: multiply, zero NaN, clamp in float, cvtps_epi32 (MXCSR nearest-even) -- the scalar
+// Quantize: multiply, clamp in float (NaN -> hi), cvtps_epi32 (MXCSR nearest-even) -- the scalar
 // contract's integers exactly. fp16 via F16C (round to nearest even), bf16 with half.h's integer rule.
 #pragma once
 #include <immintrin.h>
@@ -14,8 +14,8 @@ namespace {
 // Values are quantized 8 at a time (one ymm) on both ISAs: the kernel is store-bound anyway.
 inline __m256i quantize8(const float* x, const float* inv, float lo, float hi) {
   __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(inv));
-  v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
-  v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
+  // minps returns its second operand where the first is NaN: NaN -> hi, as ORT's std::min(hi, q).
+  v = _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(hi)), _mm256_set1_ps(lo));
   return _mm256_cvtps_epi32(v);
 }
 
