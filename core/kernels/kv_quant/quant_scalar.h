@@ -1,6 +1,6 @@
 // attnkit: the scalar steps of the kv_quant contract, shared by every ISA file so tails and vector bodies can
-// never disagree: quantize (clamp in float, NaN -> the upper bound as in ORT, round half to even) and the fp16/bf16 row conversions
-// (common/half.h), which ISAs without a conversion instruction use as they are.
+// never disagree: quantize (clamp in float, NaN -> the upper bound as in ORT, round half to even) and the
+// fp16/bf16 row conversions (common/half.h), which ISAs without a conversion instruction use as they are.
 #pragma once
 #include <cmath>
 #include <cstddef>
