@@ -373,9 +373,7 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
     // A sink acts as one extra key with score s and a zero value: it starts the running state (exp(s - s)).
     const float sink = start_with_sink ? c.sink[h] : kNegInf;
     s.row_max[r] = sink;
-    s.row_sum[r] = sink == kNegInf                   ? 0.0f
-                   : sink_is_nan_source(sink) ? std::numeric_limits<float>::quiet_NaN()
-                                              : 1.0f;
+    s.row_sum[r] = sink == kNegInf ? 0.0f : sink_is_nan_source(sink) ? std::numeric_limits<float>::quiet_NaN() : 1.0f;
   }
   std::fill(s.o_tile, s.o_tile + M * H, 0.0f);
   // Few rows (decoding) read the cache rows directly; more rows amortize packing K once per block.
