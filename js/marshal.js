@@ -233,20 +233,20 @@ function callPacked(Module, what, inputs, attrs, { outputs, path, into, op } = {
   return callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, invoke, null);
 }
 
-// BigInt attribute values (int64 in ONNX) go as numbers; the replacer that does it, called for every key, runs only
-// where plain JSON refuses one.
-// JSON would turn NaN and infinities into null, which the op would report as a missing number.
+// BigInt attribute values (int64 in ONNX) go as numbers, and NaN and infinities, which JSON would turn into null, as
+// the strings the C++ attribute reader takes ("NaN", "Infinity", "-Infinity"; each op's validation decides whether it
+// accepts them). The replacer that does both, called for every key, runs only where plain JSON would be wrong.
+const attrReplacer = (key, value) =>
+  typeof value === 'bigint' ? Number(value) : typeof value === 'number' && !Number.isFinite(value) ? String(value) : value;
 function attrsToJson(attrs) {
   for (const key in attrs) {
     const value = attrs[key];
-    if (typeof value === 'number' && !Number.isFinite(value)) {
-      throw new AttnkitError(`${key}: attribute must be a finite number, got ${value}`, 2);
-    }
+    if (typeof value === 'number' && !Number.isFinite(value)) return JSON.stringify(attrs, attrReplacer);
   }
   try {
     return JSON.stringify(attrs ?? {});
   } catch {
-    return JSON.stringify(attrs, (key, value) => (typeof value === 'bigint' ? Number(value) : value));
+    return JSON.stringify(attrs, attrReplacer);
   }
 }
 

@@ -167,6 +167,13 @@ bad('mask-4d-megatron', 'mask_index: 4D (Megatron) masks are not supported', (c)
 bad('mask-scalar', 'mask_index: must be 1D (B) or (2B), 2D (B, T) or 3D (B, S, T)', (c) => { c.inputs.mask_index = i32([], [1]); });
 bad('unknown-input', 'attention_bias: not an input of QAttention', (c) => { c.inputs.attention_bias = rnd('float32', [1]); });
 
+// mask_filter_value = -inf, spelled "-Infinity" (JSON has no infinities; appended last so earlier cases keep their seeds):
+// masked keys get probability 0 exactly.
+qa({ name: 'mask/filter-value-minus-infinity', B: 2, S: 4, N: 2, H: 8, mask: i32([2], [2, 3]),
+  attrs: { mask_filter_value: '-Infinity' }, note: 'masked keys weigh exactly 0' });
+qa({ name: 'mask/filter-value-minus-infinity-fully-masked', B: 2, S: 3, N: 2, H: 8, mask: i32([2], [0, 2]),
+  attrs: { mask_filter_value: '-Infinity' } });
+
 mkdirSync(dir, { recursive: true });
 for (const f of readdirSync(dir)) if (f.endsWith('.json')) unlinkSync(`${dir}${f}`);
 for (const c of cases) {

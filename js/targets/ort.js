@@ -49,8 +49,11 @@ export function ortOutputNames(caseObj) {
   return OP_SCHEMAS[c.op].outputs.filter((n) => wanted.has(n));
 }
 
+// Float attributes may be spelled "Infinity", "-Infinity" or "NaN" (JSON has no such numbers; the C++ reader agrees).
+const NON_FINITE = new Set(['Infinity', '-Infinity', 'NaN']);
 function attributeProto(name, value, floatAttrs) {
   const a = { name };
+  if (floatAttrs.has(name) && NON_FINITE.has(value)) value = Number(value);
   if (typeof value === 'string') {
     a.type = onnx.AttributeProto.AttributeType.STRING;
     a.s = new TextEncoder().encode(value);

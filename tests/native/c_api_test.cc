@@ -160,7 +160,12 @@ TEST(CApi, InvalidInputsReturnTwoWithOneLine) {
   expect_invalid("GroupQueryAttention", R"({"kv_num_heads":2})", in, nullptr,
                  "num_heads: required attribute of GroupQueryAttention is missing");
   expect_invalid("GroupQueryAttention", R"({"num_heads":4,"kv_num_heads":2,"scale":"x"})", in, nullptr,
-                 "scale: attribute must be a number, got a string");
+                 "scale: attribute must be a number (\"Infinity\", \"-Infinity\" or \"NaN\" for those), got a string");
+  // Non-finite floats, which JSON cannot write as numbers, arrive as strings and meet the op's own rules.
+  expect_invalid("GroupQueryAttention", R"({"num_heads":4,"kv_num_heads":2,"scale":"NaN"})", in, nullptr,
+                 "scale = nan must be finite");
+  expect_invalid("GroupQueryAttention", R"({"num_heads":4,"kv_num_heads":2,"softcap":"Infinity"})", in, nullptr,
+                 "softcap = inf must be finite and >= 0");
   expect_invalid("GroupQueryAttention", R"({"num_heads":4,"kv_num_heads":2,"k_quant_type":1})", in, nullptr,
                  "k_quant_type: attribute must be a string, got a number");
   expect_invalid("GroupQueryAttention", attrs, in, "output,bogus",

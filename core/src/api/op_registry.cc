@@ -3,6 +3,7 @@
 #include "api/op_registry.h"
 
 #include <cmath>
+#include <limits>
 
 namespace attnkit {
 
@@ -36,8 +37,19 @@ Status AttrReader::read_float(const char* name, float* out, bool required) {
   Status st;
   const JsonValue* v = lookup(name, required, &st);
   if (!v) return st;
+  // JSON has no infinities or NaN, which ONNX float attributes may hold (a QAttention mask_filter_value of -inf):
+  // they come spelled as JavaScript writes them, and each op's validation decides whether it takes them.
+  if (v->is_string()) {
+    const std::string& text = v->as_string();
+    if (text == "Infinity" || text == "-Infinity" || text == "NaN") {
+      *out = text == "NaN" ? std::numeric_limits<float>::quiet_NaN()
+                           : (text[0] == '-' ? -1.0f : 1.0f) * std::numeric_limits<float>::infinity();
+      return Status::Ok();
+    }
+  }
   if (!v->is_number()) {
-    return Status::Error(std::string(name) + ": attribute must be a number, got " + JsonValue::type_name(v->type()));
+    return Status::Error(std::string(name) + ": attribute must be a number (\"Infinity\", \"-Infinity\" or \"NaN\" for those), got " +
+                         JsonValue::type_name(v->type()));
   }
   // ONNX float attributes are float32; the op sees the value rounded once, as ORT does.
   *out = static_cast<float>(v->as_double());
