@@ -38,7 +38,8 @@ typedef struct attnkit_tensor {
 typedef struct attnkit_result attnkit_result;
 
 /* Runs `op` ("GroupQueryAttention", "com.microsoft.GroupQueryAttention", ...). attrs_json: a JSON
- * object of ORT attributes (NULL or "" = none). outputs_csv: output names, comma separated (NULL or
+ * object of ORT attributes (NULL or "" = none; a float attribute's infinities and NaN, which JSON lacks, are the
+ * strings "Infinity", "-Infinity" and "NaN"). outputs_csv: output names, comma separated (NULL or
  * "" = the op's defaults). threads: 0 = the pool default. path: "auto" | "naive" | "flash" (NULL = auto).
  * Returns 0, 2 (invalid input) or 1 (internal). *result is always set when result is non-NULL — on
  * failure it carries the message (attnkit_result_error) — and must be freed with attnkit_result_free. */
