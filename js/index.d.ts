@@ -20,7 +20,8 @@ export interface Tensor {
 
 export type Inputs = Record<string, TensorInput>;
 export type Outputs = Record<string, Tensor>;
-/** ORT attribute names and values, e.g. { num_heads: 16, kv_num_heads: 8, k_quant_type: 'PER_CHANNEL' }. */
+/** ORT attribute names and values, e.g. { num_heads: 16, kv_num_heads: 8, k_quant_type: 'PER_CHANNEL' }. Float
+ * attributes may be Infinity, -Infinity or NaN (a QAttention mask_filter_value of -Infinity); each op's rules decide. */
 export type Attributes = Record<string, number | string | number[]>;
 
 export interface CallOptions {
