@@ -3,7 +3,7 @@
 // them reproducible. Inputs are `random` (splitmix64, DESIGN.md) so files stay small. Each case was probed on
 // onnxruntime-node 1.30: where ORT cannot run one, the case says so ("ort": "skip: ...") and in its name.
 import { mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
-import { bytesToBase64, floatToF16, materializeTensor } from '../js/case.js';
+import { floatToF16, materializeTensor, tensorToJson } from '../js/case.js';
 
 const dir = new URL('../tests/cases/gqa/', import.meta.url).pathname;
 let seed = 100; // every random tensor gets its own seed, so no two inputs repeat each other
@@ -362,7 +362,7 @@ function maskBias(c, rows) {
   for (const { b = 0, h, i, value, upTo = T - 1 } of rows) {
     for (let j = 0; j <= upTo; j++) t.data[((b * N1 + h) * S + i) * T + j] = store(value);
   }
-  c.inputs.attention_bias = { dtype: t.dtype, shape: t.shape, base64: bytesToBase64(new Uint8Array(t.data.buffer)) };
+  c.inputs.attention_bias = tensorToJson(t);
 }
 const LOWEST = -3.4028234663852886e38; // finfo(float32).min, the mask value exporters add
 // A row whose every visible score is -inf or the lowest float gives 0 (ORT's flash paths, and attnkit on every path).
@@ -383,7 +383,7 @@ maskBias(gqa({ name: 'masked/fully-masked-fp16-softcap', dtype: F16, S: 6, bias:
 ]);
 // A -inf sink is no sink (exp(-inf - max) = 0 in ORT); attnkit's flash path once counted it as a key of weight 1.
 const noSink = gqa({ name: 'sink/negative-infinity-prompt', S: 6, sink: true });
-noSink.inputs.head_sink = { dtype: 'float32', shape: [4], base64: bytesToBase64(new Uint8Array(Float32Array.from([-Infinity, 0.3, -0.7, -Infinity]).buffer)) };
+noSink.inputs.head_sink = tensorToJson({ dtype: 'float32', shape: [4], data: Float32Array.of(-Infinity, 0.3, -0.7, -Infinity) });
 // New K/V rows holding inf, -inf, NaN and huge values, quantized on write: ORT clamps with
 // std::max(lo, std::min(hi, q)), which takes NaN to the upper bound (127, or 7 for int4).
 for (const [bits, type] of [[8, 'PER_TENSOR'], [4, 'PER_CHANNEL']]) {
@@ -392,7 +392,7 @@ for (const [bits, type] of [[8, 'PER_TENSOR'], [4, 'PER_CHANNEL']]) {
   for (const name of ['key', 'value']) {
     const t = materializeTensor(c.inputs[name]);
     t.data.set([Infinity, -Infinity, NaN, 1e30, -1e30, NaN], 3);
-    c.inputs[name] = { dtype: t.dtype, shape: t.shape, base64: bytesToBase64(new Uint8Array(t.data.buffer)) };
+    c.inputs[name] = tensorToJson(t);
   }
 }
 

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import * as attnkit from '../../js/index.js';
-import { bytesToBase64, floatToBf16, floatToF16, materializeTensor, normalizeCase, ortSkipReason } from '../../js/case.js';
+import { floatToBf16, floatToF16, materializeTensor, normalizeCase, ortSkipReason, tensorToJson } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, runNative } from '../../js/targets/native.js';
 import { ortNodeSaturates, runOrt } from '../../js/targets/ort.js';
@@ -54,7 +54,7 @@ function maskRows(index, bias) {
     const upTo = g.chance(0.5) ? T : g.int(1, T);
     t.data.fill(value, r * T, r * T + upTo);
   }
-  return { dtype: t.dtype, shape: t.shape, base64: bytesToBase64(new Uint8Array(t.data.buffer)) };
+  return tensorToJson(t);
 }
 
 // A first prompt, a decode step over a (possibly ragged) cache, or a chunk after a past; every optional feature on

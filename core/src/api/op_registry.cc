@@ -48,7 +48,8 @@ Status AttrReader::read_float(const char* name, float* out, bool required) {
     }
   }
   if (!v->is_number()) {
-    return Status::Error(std::string(name) + ": attribute must be a number (\"Infinity\", \"-Infinity\" or \"NaN\" for those), got " +
+    return Status::Error(std::string(name) +
+                         ": attribute must be a number (\"Infinity\", \"-Infinity\" or \"NaN\" for those), got " +
                          JsonValue::type_name(v->type()));
   }
   // ONNX float attributes are float32; the op sees the value rounded once, as ORT does.
