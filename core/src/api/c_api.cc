@@ -14,7 +14,6 @@
 #include "attnkit/kv_cache.h"
 #include "common/json.h"
 #include "common/thread_pool.h"
-#include "common/thread_pool.h"
 #include "dispatch.h"
 
 struct attnkit_result {
@@ -215,7 +214,8 @@ int attnkit_kv_cache_step(attnkit_kv_cache* cache, const char* attrs_json, const
     attnkit::GqaCall gqa;
     attnkit::Tensor output;
     Status st = decode_call(attrs_json, inputs, n_inputs, threads, path, &call);
-    if (st.ok()) st = attnkit::decode_gqa_call(call.attrs, call.views, {"output"}, &gqa);
+    static const std::vector<std::string> kOutput{"output"};
+    if (st.ok()) st = attnkit::decode_gqa_call(call.attrs, call.views, kOutput, &gqa);
     if (st.ok()) st = cache->cache.step(gqa.inputs, gqa.attrs, &output, call.options);
     if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
     r->outputs.emplace_back("output", std::move(output));

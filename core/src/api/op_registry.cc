@@ -75,7 +75,7 @@ Status AttrReader::finish() const {
   }
   for (const auto& m : attrs_.members()) {
     bool read = false;
-    for (const std::string& k : known_) read = read || k == m.first;
+    for (const char* k : known_) read = read || m.first == k;
     if (!read) return Status::Error(m.first + ": not an attribute of " + op_);
   }
   return Status::Ok();
@@ -177,8 +177,9 @@ Status decode_gqa_call(const JsonValue& attrs, const InputMap& inputs,
                        const std::vector<std::string>& requested_outputs, GqaCall* call) {
   ATTNKIT_RETURN_IF_ERROR(decode_gqa_attributes(attrs, &call->attrs));
   ATTNKIT_RETURN_IF_ERROR(bind_inputs(inputs, kGqaInputSlots, kGqa, &call->inputs));
-  ATTNKIT_RETURN_IF_ERROR(resolve_outputs(requested_outputs, {"output", "present_key", "present_value", "output_qk"},
-                                          {"output", "present_key", "present_value"}, kGqa, &call->outputs));
+  static const std::vector<std::string> kOutputs{"output", "present_key", "present_value", "output_qk"};
+  static const std::vector<std::string> kDefaults{"output", "present_key", "present_value"};
+  ATTNKIT_RETURN_IF_ERROR(resolve_outputs(requested_outputs, kOutputs, kDefaults, kGqa, &call->outputs));
   call->request.present_key = call->request.present_value = call->request.output_qk = false;
   for (const std::string& name : call->outputs) {
     if (name == "present_key") call->request.present_key = true;
@@ -238,10 +239,9 @@ Status decode_qattention_call(const JsonValue& attrs, const InputMap& inputs,
   ATTNKIT_RETURN_IF_ERROR(decode_qattention_attributes(attrs, &call->attrs));
   ATTNKIT_RETURN_IF_ERROR(bind_inputs(inputs, kQAttentionInputSlots, kQAttention, &call->inputs));
   // Default outputs: output, and present when past is given (ORT fails without it).
-  const std::vector<std::string> defaults =
-      inputs.count("past") ? std::vector<std::string>{"output", "present"} : std::vector<std::string>{"output"};
-  ATTNKIT_RETURN_IF_ERROR(resolve_outputs(requested_outputs, {"output", "present"}, defaults, kQAttention,
-                                          &call->outputs));
+  static const std::vector<std::string> kOutputs{"output", "present"}, kWithoutPast{"output"};
+  ATTNKIT_RETURN_IF_ERROR(resolve_outputs(requested_outputs, kOutputs, inputs.count("past") ? kOutputs : kWithoutPast,
+                                          kQAttention, &call->outputs));
   call->request.present = false;
   for (const std::string& name : call->outputs) {
     if (name == "present") call->request.present = true;

@@ -37,7 +37,7 @@ std::string canonical_op_name(const std::string& op);
 // Reads attributes from a JSON object by ORT name; finish() rejects any attribute never read.
 class AttrReader {
  public:
-  AttrReader(const JsonValue& attrs, std::string op) : attrs_(attrs), op_(std::move(op)) {}
+  AttrReader(const JsonValue& attrs, std::string op) : attrs_(attrs), op_(std::move(op)) { known_.reserve(16); }
   // Each leaves *out unchanged when the attribute is absent; `required` makes absence an error.
   Status read_int(const char* name, int64_t* out, bool required = false);
   Status read_float(const char* name, float* out, bool required = false);
@@ -49,7 +49,7 @@ class AttrReader {
   const JsonValue* lookup(const char* name, bool required, Status* status);
   const JsonValue& attrs_;
   std::string op_;
-  std::vector<std::string> known_;
+  std::vector<const char*> known_;  // the read_* names: string literals, kept without copies
 };
 
 // Binds named inputs to an op's input struct: one (name, member) row per ORT input.

@@ -162,7 +162,7 @@ void JsonValue::push_back(JsonValue v) {
   items_.push_back(std::move(v));
 }
 
-const JsonValue* JsonValue::find(const std::string& key) const {
+const JsonValue* JsonValue::find(std::string_view key) const {
   for (const Member& m : members_) {
     if (m.first == key) return &m.second;
   }
@@ -514,6 +514,7 @@ class JsonParser {
     *out = JsonValue::MakeObject();
     ++p_;
     skip_space();
+    out->members_.reserve(8);  // one allocation for most objects (attributes, tensors), not one per doubling
     if (p_ < end_ && *p_ == '}') {
       ++p_;
       return Status::Ok();

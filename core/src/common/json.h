@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -55,7 +56,7 @@ class JsonValue {
 
   // Objects keep insertion order; keys are unique (the parser rejects duplicates).
   const std::vector<Member>& members() const { return members_; }
-  const JsonValue* find(const std::string& key) const;
+  const JsonValue* find(std::string_view key) const;  // no string built per lookup
   void set(const std::string& key, JsonValue v);
 
  private:

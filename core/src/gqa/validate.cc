@@ -70,8 +70,7 @@ Status expect_dtype(const TensorView& t, const char* name, DType want, const cha
   return Status::Ok();
 }
 
-Status expect_dim(const TensorView& t, const char* name, size_t dim, int64_t want,
-                  const std::string& what) {
+Status expect_dim(const TensorView& t, const char* name, size_t dim, int64_t want, const char* what) {
   if (t.shape[dim] != want)
     return fail(std::string(name) + ": dim " + str(static_cast<int64_t>(dim)) + " must equal " +
                 what + " " + str(want) + ", got " + str(t.shape[dim]));
