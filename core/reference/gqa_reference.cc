@@ -281,7 +281,7 @@ Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs
         // probabilities 0, unless a +inf or NaN sink makes them NaN.
         const bool fully_masked =
             std::all_of(x.begin(), x.end(), [](double v) { return v <= std::numeric_limits<float>::lowest(); }) &&
-            !(p.use_sink && !(sink_logit < std::numeric_limits<double>::infinity()));
+            (!p.use_sink || sink_logit < std::numeric_limits<double>::infinity());
         double den = p.use_sink ? std::exp(sink_logit - m) : 0.0;
         for (double v : x) den += std::exp(v - m);
         std::vector<double> prob(x.size());

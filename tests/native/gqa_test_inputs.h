@@ -231,7 +231,7 @@ inline double unit_roundoff(DType dtype) {
 // issue's fp32 bound. A 16-bit output is then rounded once: |round(y) - y| <= u|y| with u = 2^-11
 // (fp16) / 2^-8 (bf16), plus 2^-25 for fp16 subnormals, so the total is u(|ref| + e) + e + 2^-25.
 inline void expect_close(const std::vector<double>& ref, const void* got, DType dtype, int64_t row,
-                  const std::string& what) {
+                         const std::string& what) {
   const double u = unit_roundoff(dtype);
   const int64_t rows = static_cast<int64_t>(ref.size()) / row;
   double worst = 0.0;
