@@ -2,12 +2,17 @@
 // Tensors follow the WebGPU kernel card's calling convention: { data: TypedArray, shape, dtype? }.
 
 export type DType = 'float32' | 'float16' | 'bfloat16' | 'int8' | 'uint8' | 'int32' | 'int64';
-export type TensorData = Float32Array | Uint16Array | Int8Array | Uint8Array | Int32Array | BigInt64Array;
+/** Float16Array where the TypeScript library declares it (lib es2025 / esnext), else nothing, so that older libraries
+ * still compile. Float16 data may come as one (browsers since 2025, and onnxruntime-web's float16 tensors there);
+ * outputs come as Uint16Array (`new Float16Array(t.data.buffer)` views the same bits) unless `into` gives one. */
+export type Float16ArrayIfDeclared = typeof globalThis extends { Float16Array: { prototype: infer A } } ? A : never;
+export type TensorData = Float32Array | Uint16Array | Float16ArrayIfDeclared | Int8Array | Uint8Array | Int32Array | BigInt64Array;
 
 export interface TensorInput {
   data: TensorData | number[];
   shape: number[];
-  /** Required for Uint16Array (float16 | bfloat16) and plain arrays; otherwise inferred from the array type. */
+  /** Required for Uint16Array (float16 | bfloat16) and plain arrays; otherwise inferred from the array type
+   * (Float16Array: float16). */
   dtype?: DType;
 }
 
@@ -31,8 +36,8 @@ export interface CallOptions {
   threads?: number;
   path?: 'auto' | 'naive' | 'flash';
   /** Typed arrays the caller owns and keeps across calls, by output name: they are filled and returned as
-   * that output's data instead of fresh arrays (each must be the output dtype's array type with exactly its
-   * element count). A fresh multi-MB array costs its page faults on every call. */
+   * that output's data instead of fresh arrays (each must be the output dtype's array type, or a Float16Array for
+   * float16, with exactly its element count). A fresh multi-MB array costs its page faults on every call. */
   into?: Record<string, TensorData>;
 }
 

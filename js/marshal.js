@@ -10,6 +10,10 @@ const DTYPE_CODES = Object.fromEntries(DTYPE_NAMES.map((name, code) => [name, co
 // attnkit_tensor on wasm32: name, dtype, rank, shape, data (4 bytes each); pinned by wasm/wasm_exports.cc.
 const TENSOR_RECORD_BYTES = 20;
 
+// Float16Array (browsers since 2025, and onnxruntime-web's float16 tensors there; not Node 20): its bytes are the
+// fp16 bits attnkit reads and writes, so it is taken wherever float16 data goes in or comes back through `into`.
+const Float16ArrayType = globalThis.Float16Array;
+
 // Typed arrays whose element type names exactly one dtype. Uint16Array holds fp16 or bf16 bits, so it
 // needs the dtype spelled out.
 const INFERRED_DTYPES = new Map([
@@ -18,7 +22,17 @@ const INFERRED_DTYPES = new Map([
   [Uint8Array, 'uint8'],
   [Int32Array, 'int32'],
   [BigInt64Array, 'int64'],
+  ...(Float16ArrayType ? [[Float16ArrayType, 'float16']] : []),
 ]);
+
+// Whether `data` may carry `dtype`'s elements, and the array types that may, for the messages.
+function holdsDtype(data, dtype) {
+  return data instanceof DTYPES[dtype].array
+    || (dtype === 'float16' && Float16ArrayType !== undefined && data instanceof Float16ArrayType);
+}
+function arrayTypesOf(dtype) {
+  return DTYPES[dtype].array.name + (dtype === 'float16' && Float16ArrayType ? ' or Float16Array' : '');
+}
 
 export function dtypeName(code) {
   return DTYPE_NAMES[code];
@@ -53,8 +67,8 @@ export function normalizeInput(name, tensor) {
     dtype = inferred;
   }
   if (!DTYPE_CODES.hasOwnProperty(dtype)) throw new AttnkitError(`${name}: unknown dtype "${dtype}"`);
-  if (!(data instanceof DTYPES[dtype].array)) {
-    throw new AttnkitError(`${name}: dtype ${dtype} needs a ${DTYPES[dtype].array.name}, got ${data.constructor.name}`);
+  if (!holdsDtype(data, dtype)) {
+    throw new AttnkitError(`${name}: dtype ${dtype} needs a ${arrayTypesOf(dtype)}, got ${data.constructor.name}`);
   }
   const count = shape.reduce((n, d) => n * d, 1);
   if (data.length !== count) {
@@ -192,10 +206,9 @@ function readResults(Module, found, what, into = {}) {
   }
   for (const { name, dtype, shape, byteLength } of found) {
     const target = into[name];
-    const ArrayType = DTYPES[dtype].array;
-    const length = byteLength / ArrayType.BYTES_PER_ELEMENT;
-    if (target && !(target instanceof ArrayType && target.length === length)) {
-      throw new AttnkitError(`${what}: into.${name} must be a ${ArrayType.name} of ${length} elements `
+    const length = byteLength / DTYPES[dtype].bytes;
+    if (target && !(holdsDtype(target, dtype) && target.length === length)) {
+      throw new AttnkitError(`${what}: into.${name} must be a ${arrayTypesOf(dtype)} of ${length} elements `
         + `(${dtype} [${shape.join(', ')}]), got a ${target.constructor.name} of ${target.length}`);
     }
   }

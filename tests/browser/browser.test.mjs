@@ -1,8 +1,9 @@
 // attnkit browser tests (node:test, Playwright + Debian Chromium): (a) the demo page loads cross-origin isolated, the
 // package picks its threaded wasm build there, its result equals the native CLI's, and init/dispose cycles run
-// clean; the package in a module worker, and its single-thread fallback in a page without isolation; (b) a few
-// corpus cases on onnxruntime-web's WebGPU EP (SwiftShader) against the fp64 reference, asserting ORT's known
-// WebGPU divergences (softcap ignored, local-window presents zeroed) explicitly and agreement elsewhere.
+// clean; Float16Array in and out; the package in a module worker, and its single-thread fallback in a page without
+// isolation; (b) a few corpus cases on onnxruntime-web's WebGPU EP (SwiftShader) against the fp64 reference,
+// asserting ORT's known WebGPU divergences (softcap ignored, local-window presents zeroed) explicitly and agreement
+// elsewhere.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -129,6 +130,61 @@ describe('demo page (attnkit wasm in Chromium)', () => {
       assert.equal(build, 'simd-threaded');
       assert.equal(sum, result[0][1]);
     }
+  });
+  // Chromium has Float16Array (Node 20 does not), and onnxruntime-web hands float16 tensors out as one there: the
+  // package takes it as float16 data (inferred or given) and as an `into` target, with the bits of Uint16Array.
+  test('Float16Array float16 inputs and into targets give the bits of Uint16Array', async () => {
+    const { page } = browser;
+    await page.goto(server.url('js/demo/'));
+    const r = await page.evaluate(async () => {
+      const a = await import('/js/index.js');
+      await a.init({ threads: 2 });
+      const S = 3, N = 4, Nk = 2, H = 16;
+      const halves = (n, k) => Float16Array.from({ length: n }, (_, i) => Math.sin(i * k));
+      const bitsOf = (f) => new Uint16Array(f.buffer, f.byteOffset, f.length);
+      const q = halves(S * N * H, 0.7), k = halves(S * Nk * H, 1.3), v = halves(S * Nk * H, 0.4);
+      const lengths = { seqlens_k: { data: new Int32Array([S - 1]), shape: [1] },
+        total_sequence_length: { data: new Int32Array([S]), shape: [] } };
+      const attrs = { num_heads: N, kv_num_heads: Nk };
+      const fresh = (wrap) => ({ query: { ...wrap(q), shape: [1, S, N * H] },
+        key: { ...wrap(k), shape: [1, S, Nk * H] }, value: { ...wrap(v), shape: [1, S, Nk * H] } });
+      const tensors = (wrap) => ({ ...fresh(wrap), ...lengths });
+      const asBits = await a.groupQueryAttention(tensors((f) => ({ data: bitsOf(f), dtype: 'float16' })), attrs,
+        { outputs: ['output', 'present_key'] });
+      const inferred = await a.groupQueryAttention(tensors((f) => ({ data: f })), attrs);
+      const into = new Float16Array(S * N * H);
+      const filled = await a.groupQueryAttention(tensors((f) => ({ data: f, dtype: 'float16' })), attrs,
+        { into: { output: into } });
+      const cache = a.createKvCache({ kvHeads: Nk, headSize: H, capacity: 8, dtype: 'float16' });
+      const stepped = cache.step(fresh((f) => ({ data: f })), attrs, { into: { output: new Float16Array(S * N * H) } });
+      const presentKey = new Float16Array(Nk * S * H);
+      const read = cache.read({ into: { present_key: presentKey } });
+      let wrongLength = '';
+      try {
+        cache.read({ into: { present_key: new Float16Array(1) } });
+      } catch (e) {
+        wrongLength = `${e.name}: ${e.message}`;
+      }
+      cache.dispose();
+      a.dispose();
+      const same = (x, y) => x.length === y.length && x.every((b, i) => b === y[i]);
+      return {
+        dtypes: [asBits, inferred, filled].map((o) => [o.output.dtype, o.output.data.constructor.name]),
+        inferredSame: same(bitsOf(inferred.output.data), asBits.output.data),
+        intoReturned: filled.output.data === into && same(bitsOf(into), asBits.output.data),
+        stepSame: stepped.output.data instanceof Float16Array && same(bitsOf(stepped.output.data), asBits.output.data),
+        presentSame: read.present_key.data === presentKey && same(bitsOf(presentKey), bitsOf(asBits.present_key.data)),
+        presentValueType: read.present_value.data.constructor.name,
+        wrongLength,
+      };
+    });
+    assert.deepEqual(r.dtypes, [['float16', 'Uint16Array'], ['float16', 'Uint16Array'], ['float16', 'Float16Array']]);
+    assert.ok(r.inferredSame, 'a Float16Array without dtype must be read as float16 bits');
+    assert.ok(r.intoReturned, 'a Float16Array into target must be filled with the output bits and returned');
+    assert.ok(r.stepSame, 'a KvCache step with Float16Array inputs must give the stateless bits');
+    assert.ok(r.presentSame, 'read() into a Float16Array must give the stateless present bits');
+    assert.equal(r.presentValueType, 'Uint16Array');
+    assert.match(r.wrongLength, /^AttnkitError: .*into\.present_key must be a Uint16Array or Float16Array of 96 elements/);
   });
 });
 
