@@ -6,7 +6,8 @@ export type DType = 'float32' | 'float16' | 'bfloat16' | 'int8' | 'uint8' | 'int
  * still compile. Float16 data may come as one (browsers since 2025, and onnxruntime-web's float16 tensors there);
  * outputs come as Uint16Array (`new Float16Array(t.data.buffer)` views the same bits) unless `into` gives one. */
 export type Float16ArrayIfDeclared = typeof globalThis extends { Float16Array: { prototype: infer A } } ? A : never;
-export type TensorData = Float32Array | Uint16Array | Float16ArrayIfDeclared | Int8Array | Uint8Array | Int32Array | BigInt64Array;
+export type TensorData =
+  Float32Array | Uint16Array | Float16ArrayIfDeclared | Int8Array | Uint8Array | Int32Array | BigInt64Array;
 
 export interface TensorInput {
   data: TensorData | number[];
@@ -24,6 +25,16 @@ export interface Tensor {
 }
 
 export type Inputs = Record<string, TensorInput>;
+/** An onnxruntime-web or onnxruntime-node Tensor, taken as it is: its `type` names are attnkit's dtypes, and one on a
+ * GPU (location other than 'cpu') is refused until its owner brings it to the CPU (`await tensor.getData()`). */
+export interface OrtTensorLike {
+  readonly type: string;
+  readonly dims: readonly number[];
+  readonly data: unknown;
+  readonly location?: string;
+}
+/** What the op calls take: attnkit tensors, onnxruntime tensors, or both. */
+export type CallInputs = Record<string, TensorInput | OrtTensorLike>;
 export type Outputs = Record<string, Tensor>;
 /** ORT attribute names and values, e.g. { num_heads: 16, kv_num_heads: 8, k_quant_type: 'PER_CHANNEL' }. Float
  * attributes may be Infinity, -Infinity or NaN (a QAttention mask_filter_value of -Infinity); each op's rules decide. */
@@ -103,9 +114,9 @@ export class AttnkitInstance {
   info(): Info;
   memoryBytes(): number;
   setIsa(isa: string): boolean;
-  run(op: string, inputs: Inputs, attrs: Attributes, options?: CallOptions): Outputs;
-  groupQueryAttention(inputs: Inputs, attrs: Attributes, options?: CallOptions): Outputs;
-  qAttention(inputs: Inputs, attrs: Attributes, options?: CallOptions): Outputs;
+  run(op: string, inputs: CallInputs, attrs: Attributes, options?: CallOptions): Outputs;
+  groupQueryAttention(inputs: CallInputs, attrs: Attributes, options?: CallOptions): Outputs;
+  qAttention(inputs: CallInputs, attrs: Attributes, options?: CallOptions): Outputs;
   runCase(caseObject: CaseObject, options?: CallOptions): { outputs: Outputs };
   createKvCache(config: KvCacheConfig): KvCache;
   dispose(): void;
@@ -116,8 +127,8 @@ export function createInstance(options?: InitOptions): Promise<AttnkitInstance>;
 
 export function init(options?: InitOptions): Promise<Info>;
 export function info(): Info;
-export function groupQueryAttention(inputs: Inputs, attrs: Attributes, options?: CallOptions): Promise<Outputs>;
-export function qAttention(inputs: Inputs, attrs: Attributes, options?: CallOptions): Promise<Outputs>;
+export function groupQueryAttention(inputs: CallInputs, attrs: Attributes, options?: CallOptions): Promise<Outputs>;
+export function qAttention(inputs: CallInputs, attrs: Attributes, options?: CallOptions): Promise<Outputs>;
 export function runCase(caseObject: CaseObject, options?: CallOptions): Promise<{ outputs: Outputs }>;
 /** Terminates the worker threads (so Node can exit); init() starts afresh. */
 export function dispose(): void;
@@ -146,7 +157,7 @@ export class KvCache {
   /** Tokens it holds: `length`, or with a window its latest ones. */
   readonly rows: number;
   /** New tokens only: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length. */
-  step(inputs: Inputs, attrs: Attributes, options?: { threads?: number; path?: 'auto' | 'naive' | 'flash'; into?: { output: TensorData } }): { output: Tensor };
+  step(inputs: CallInputs, attrs: Attributes, options?: { threads?: number; path?: 'auto' | 'naive' | 'flash'; into?: { output: TensorData } }): { output: Tensor };
   clear(): void;
   /** Grows the capacity to `capacity` tokens, keeping the cached ones. */
   reserve(capacity: number): void;
@@ -156,7 +167,7 @@ export class KvCache {
   /** Replaces the cached tokens with past tensors in the present layout (batch, kvHeads, rows, row) of the cache
    * dtype, e.g. a shared prompt prefix; `length` is the tokens they stand for (default: every row): the first rows,
    * or a window cache's rows after that many tokens (an ORT window present with its seqlens_k + 1). */
-  load(past: { past_key: TensorInput; past_value: TensorInput }, options?: { length?: number }): void;
+  load(past: { past_key: TensorInput | OrtTensorLike; past_value: TensorInput | OrtTensorLike }, options?: { length?: number }): void;
   /** The held tokens, (batch, kvHeads, rows, row) each, in arrays the caller owns. */
   read(options?: { into?: { present_key?: TensorData; present_value?: TensorData } }): { present_key: Tensor; present_value: Tensor };
   dispose(): void;

@@ -38,14 +38,21 @@ export function dtypeName(code) {
   return DTYPE_NAMES[code];
 }
 
-// Returns { dtype, shape, data } with data a typed array of the dtype's element type.
+// Returns { dtype, shape, data } with data a typed array of the dtype's element type. An onnxruntime Tensor
+// ({ type, dims, data, location }: ORT's dtype names are attnkit's) is taken as it is, so tensors of a model run in
+// onnxruntime-web or -node pass straight in; one on a GPU must be brought to the CPU by its owner first.
 export function normalizeInput(name, tensor) {
   if (!tensor || typeof tensor !== 'object') throw new AttnkitError(`${name}: not a tensor object`);
-  const { shape } = tensor;
+  const ortTensor = tensor.shape === undefined && tensor.dims !== undefined;
+  if (ortTensor && tensor.location !== undefined && tensor.location !== 'cpu' && tensor.location !== 'cpu-pinned') {
+    throw new AttnkitError(`${name}: an onnxruntime tensor on "${tensor.location}": bring it to the CPU first `
+      + '(await tensor.getData())');
+  }
+  const shape = ortTensor ? tensor.dims : tensor.shape;
   if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
     throw new AttnkitError(`${name}: shape must be an array of non-negative integers`);
   }
-  let { dtype, data } = tensor;
+  let { dtype = ortTensor ? tensor.type : undefined, data } = tensor;
   if (Array.isArray(data)) {
     if (!dtype) throw new AttnkitError(`${name}: a plain array needs a dtype`);
     if (!DTYPE_CODES.hasOwnProperty(dtype)) throw new AttnkitError(`${name}: unknown dtype "${dtype}"`);

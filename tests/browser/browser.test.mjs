@@ -133,7 +133,7 @@ describe('demo page (attnkit wasm in Chromium)', () => {
   });
   // Chromium has Float16Array (Node 20 does not), and onnxruntime-web hands float16 tensors out as one there: the
   // package takes it as float16 data (inferred or given) and as an `into` target, with the bits of Uint16Array.
-  test('Float16Array float16 inputs and into targets give the bits of Uint16Array', async () => {
+  test('Float16Array inputs (onnxruntime-web tensors too) and into targets carry the Uint16Array bits', async () => {
     const { page } = browser;
     await page.goto(server.url('js/demo/'));
     const r = await page.evaluate(async () => {
@@ -152,6 +152,10 @@ describe('demo page (attnkit wasm in Chromium)', () => {
       const asBits = await a.groupQueryAttention(tensors((f) => ({ data: bitsOf(f), dtype: 'float16' })), attrs,
         { outputs: ['output', 'present_key'] });
       const inferred = await a.groupQueryAttention(tensors((f) => ({ data: f })), attrs);
+      // onnxruntime-web's float16 tensors hold a Float16Array here.
+      const ort = await import('/node_modules/onnxruntime-web/dist/ort.webgpu.min.mjs');
+      const ortQuery = new ort.Tensor('float16', bitsOf(q), [1, S, N * H]);
+      const fromOrt = await a.groupQueryAttention({ ...tensors((f) => ({ data: f })), query: ortQuery }, attrs);
       const into = new Float16Array(S * N * H);
       const filled = await a.groupQueryAttention(tensors((f) => ({ data: f, dtype: 'float16' })), attrs,
         { into: { output: into } });
@@ -171,6 +175,8 @@ describe('demo page (attnkit wasm in Chromium)', () => {
       return {
         dtypes: [asBits, inferred, filled].map((o) => [o.output.dtype, o.output.data.constructor.name]),
         inferredSame: same(bitsOf(inferred.output.data), asBits.output.data),
+        ortData: ortQuery.data.constructor.name,
+        ortSame: same(fromOrt.output.data, asBits.output.data),
         intoReturned: filled.output.data === into && same(bitsOf(into), asBits.output.data),
         stepSame: stepped.output.data instanceof Float16Array && same(bitsOf(stepped.output.data), asBits.output.data),
         presentSame: read.present_key.data === presentKey && same(bitsOf(presentKey), bitsOf(asBits.present_key.data)),
@@ -180,6 +186,8 @@ describe('demo page (attnkit wasm in Chromium)', () => {
     });
     assert.deepEqual(r.dtypes, [['float16', 'Uint16Array'], ['float16', 'Uint16Array'], ['float16', 'Float16Array']]);
     assert.ok(r.inferredSame, 'a Float16Array without dtype must be read as float16 bits');
+    assert.equal(r.ortData, 'Float16Array');
+    assert.ok(r.ortSame, "an onnxruntime-web float16 tensor must pass in with its bits");
     assert.ok(r.intoReturned, 'a Float16Array into target must be filled with the output bits and returned');
     assert.ok(r.stepSame, 'a KvCache step with Float16Array inputs must give the stateless bits');
     assert.ok(r.presentSame, 'read() into a Float16Array must give the stateless present bits');

@@ -120,6 +120,41 @@ test('dtype inference: unambiguous typed arrays only', () => {
   assert.throws(() => one(new Int32Array(2), 'int64'), (e) => e instanceof AttnkitError && /int64 needs a BigInt64Array/.test(e.message));
 });
 
+// onnxruntime-node's Tensor is onnxruntime-common's, the class onnxruntime-web hands out too.
+test('onnxruntime tensors pass in as they are; one on a GPU is refused with what to do', async () => {
+  const ort = await import('onnxruntime-node');
+  const query = new ort.Tensor('float32', Float32Array.from({ length: 64 }, (_, i) => Math.sin(i)), [1, 1, 64]);
+  assert.deepEqual(normalizeInput('query', query), { dtype: 'float32', shape: [1, 1, 64], data: query.data });
+  assert.equal(normalizeInput('x', new ort.Tensor('float16', new Uint16Array(4), [4])).dtype, 'float16');
+  assert.equal(normalizeInput('x', new ort.Tensor('int64', new BigInt64Array(2), [1, 2])).dtype, 'int64');
+  assert.throws(() => normalizeInput('x', new ort.Tensor('bool', new Uint8Array(2), [2])),
+    (e) => e instanceof AttnkitError && /x: unknown dtype "bool"/.test(e.message));
+  const onGpu = ort.Tensor.fromGpuBuffer({ size: 16 }, { dataType: 'float32', dims: [4] });
+  assert.throws(() => normalizeInput('key', onGpu), (e) => e instanceof AttnkitError
+    && e.message === 'key: an onnxruntime tensor on "gpu-buffer": bring it to the CPU first (await tensor.getData())');
+
+  // A whole call takes them beside plain tensors, with the same bits.
+  const ak = await createInstance({ build: 'simd', threads: 1 });
+  try {
+    const kv = Float32Array.from({ length: 32 }, (_, i) => Math.cos(i));
+    const plain = {
+      query: { data: query.data, shape: [1, 1, 64] },
+      key: { data: kv, shape: [1, 1, 32] },
+      value: { data: kv, shape: [1, 1, 32] },
+      seqlens_k: { data: new Int32Array([0]), shape: [1] },
+      total_sequence_length: { data: new Int32Array([1]), shape: [1] },
+    };
+    const attrs = { num_heads: 2, kv_num_heads: 1 };
+    const fromOrt = ak.groupQueryAttention({
+      ...plain, query, key: new ort.Tensor('float32', kv, [1, 1, 32]),
+      seqlens_k: new ort.Tensor('int32', new Int32Array([0]), [1]),
+    }, attrs);
+    assert.deepEqual(fromOrt.output.data, ak.groupQueryAttention(plain, attrs).output.data);
+  } finally {
+    ak.dispose();
+  }
+});
+
 for (const build of BUILDS) {
   describe(`wasm build ${build}`, () => {
     let ak;

@@ -1,9 +1,11 @@
 // attnkit's TypeScript declarations, checked by using them: a decode loop through a quantized KvCache against the
-// stateless op, QAttention, a corpus case and the error a bad call throws, written as a TypeScript user would.
+// stateless op, QAttention, onnxruntime tensors as inputs, a corpus case and the error a bad call throws, written as
+// a TypeScript user would.
 // tests/js/types.test.mjs compiles this with `tsc --strict` against the package by its name, then runs the output;
 // each `@ts-expect-error` below must stay an error, so declarations that loosen (or a typo'd name) fail the check.
 import * as attnkit from 'attnkit';
 import { AttnkitError, type Attributes, type Inputs, type TensorData } from 'attnkit';
+import * as ort from 'onnxruntime-node';
 
 const N = 4, Nk = 2, H = 32, capacity = 16;
 
@@ -96,6 +98,16 @@ const qattention = await attnkit.qAttention({
 }, { num_heads: 2 });
 check(qattention.output.shape.join() === '1,2,8', 'QAttention output shape');
 
+// onnxruntime tensors (of a model run in onnxruntime-web or -node) pass in as they are, beside attnkit's.
+const fromOrt = await attnkit.groupQueryAttention({
+  query: new ort.Tensor('float32', random(N * H, 9), [1, 1, N * H]),
+  key: new ort.Tensor('float32', random(Nk * H, 10), [1, 1, Nk * H]),
+  value: { data: random(Nk * H, 11), shape: [1, 1, Nk * H] },
+  seqlens_k: new ort.Tensor('int32', new Int32Array([0]), [1]),
+  total_sequence_length: { data: new Int32Array([1]), shape: [1] },
+}, { num_heads: N, kv_num_heads: Nk });
+check(fromOrt.output.shape.join() === [1, 1, N * H].join(), 'onnxruntime tensors as inputs');
+
 // A corpus case, its inputs generated from seeds as the case format allows.
 const caseObject: attnkit.CaseObject = {
   name: 'typed-consumer',
@@ -122,6 +134,8 @@ export async function refusedByTheTypes(cache: attnkit.KvCache): Promise<void> {
   await attnkit.qAttention({});
   // @ts-expect-error length is read-only
   cache.length = 0;
+  // @ts-expect-error a tensor needs a shape (or an onnxruntime tensor's type and dims)
+  await attnkit.groupQueryAttention({ query: { data: new Float32Array(3) } }, attrs);
   // @ts-expect-error a string is not tensor data
   await attnkit.groupQueryAttention({ query: { data: 'abc', shape: [3] } }, attrs);
 }
