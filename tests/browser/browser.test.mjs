@@ -131,6 +131,7 @@ describe('demo page (attnkit wasm in Chromium)', () => {
       assert.equal(sum, result[0][1]);
     }
   });
+
   // Chromium has Float16Array (Node 20 does not), and onnxruntime-web hands float16 tensors out as one there: the
   // package takes it as float16 data (inferred or given) and as an `into` target, with the bits of Uint16Array.
   test('Float16Array inputs (onnxruntime-web tensors too) and into targets carry the Uint16Array bits', async () => {
@@ -178,8 +179,10 @@ describe('demo page (attnkit wasm in Chromium)', () => {
         ortData: ortQuery.data.constructor.name,
         ortSame: same(fromOrt.output.data, asBits.output.data),
         intoReturned: filled.output.data === into && same(bitsOf(into), asBits.output.data),
-        stepSame: stepped.output.data instanceof Float16Array && same(bitsOf(stepped.output.data), asBits.output.data),
-        presentSame: read.present_key.data === presentKey && same(bitsOf(presentKey), bitsOf(asBits.present_key.data)),
+        stepSame: stepped.output.data instanceof Float16Array
+          && same(bitsOf(stepped.output.data), asBits.output.data),
+        presentSame: read.present_key.data === presentKey
+          && same(bitsOf(presentKey), bitsOf(asBits.present_key.data)),
         presentValueType: read.present_value.data.constructor.name,
         wrongLength,
       };
@@ -187,7 +190,7 @@ describe('demo page (attnkit wasm in Chromium)', () => {
     assert.deepEqual(r.dtypes, [['float16', 'Uint16Array'], ['float16', 'Uint16Array'], ['float16', 'Float16Array']]);
     assert.ok(r.inferredSame, 'a Float16Array without dtype must be read as float16 bits');
     assert.equal(r.ortData, 'Float16Array');
-    assert.ok(r.ortSame, "an onnxruntime-web float16 tensor must pass in with its bits");
+    assert.ok(r.ortSame, 'an onnxruntime-web float16 tensor must pass in with its bits');
     assert.ok(r.intoReturned, 'a Float16Array into target must be filled with the output bits and returned');
     assert.ok(r.stepSame, 'a KvCache step with Float16Array inputs must give the stateless bits');
     assert.ok(r.presentSame, 'read() into a Float16Array must give the stateless present bits');
