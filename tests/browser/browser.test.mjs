@@ -134,7 +134,7 @@ describe('demo page (attnkit wasm in Chromium)', () => {
 
   // Chromium has Float16Array (Node 20 does not), and onnxruntime-web hands float16 tensors out as one there: the
   // package takes it as float16 data (inferred or given) and as an `into` target, with the bits of Uint16Array.
-  test('Float16Array inputs (onnxruntime-web tensors too) and into targets carry the Uint16Array bits', async () => {
+  test('float16 as Float16Array (onnxruntime-web tensors too): inputs, load(), into: the Uint16Array bits', async () => {
     const { page } = browser;
     await page.goto(server.url('js/demo/'));
     const r = await page.evaluate(async () => {
@@ -164,6 +164,12 @@ describe('demo page (attnkit wasm in Chromium)', () => {
       const stepped = cache.step(fresh((f) => ({ data: f })), attrs, { into: { output: new Float16Array(S * N * H) } });
       const presentKey = new Float16Array(Nk * S * H);
       const read = cache.read({ into: { present_key: presentKey } });
+      // A cache loaded from Float16Array presents (the second an onnxruntime-web tensor) holds the same rows.
+      const copy = a.createKvCache({ kvHeads: Nk, headSize: H, capacity: 8, dtype: 'float16' });
+      copy.load({ past_key: { data: presentKey, shape: [1, Nk, S, H] },
+        past_value: new ort.Tensor('float16', read.present_value.data, [1, Nk, S, H]) });
+      const reread = copy.read();
+      copy.dispose();
       let wrongLength = '';
       try {
         cache.read({ into: { present_key: new Float16Array(1) } });
@@ -184,6 +190,8 @@ describe('demo page (attnkit wasm in Chromium)', () => {
         presentSame: read.present_key.data === presentKey
           && same(bitsOf(presentKey), bitsOf(asBits.present_key.data)),
         presentValueType: read.present_value.data.constructor.name,
+        loadedSame: same(reread.present_key.data, bitsOf(presentKey))
+          && same(reread.present_value.data, read.present_value.data),
         wrongLength,
       };
     });
@@ -195,6 +203,7 @@ describe('demo page (attnkit wasm in Chromium)', () => {
     assert.ok(r.stepSame, 'a KvCache step with Float16Array inputs must give the stateless bits');
     assert.ok(r.presentSame, 'read() into a Float16Array must give the stateless present bits');
     assert.equal(r.presentValueType, 'Uint16Array');
+    assert.ok(r.loadedSame, 'load() of Float16Array presents must hold their bits');
     assert.match(r.wrongLength, /^AttnkitError: .*into\.present_key must be a Uint16Array or Float16Array of 96 elements/);
   });
 });
