@@ -46,11 +46,14 @@ Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& a
                    const QAttentionRequest& request, QAttentionOutputs* outputs,
                    const RunOptions& options = RunOptions());
 
-// The same op with present written over past: inputs.past is (2, B, N, P + S, H), each head's P past rows
+// The same op with present written over past: inputs.past is (2, B, N, C, H), each head's P past rows
 // first, and its memory must be writable; the op writes the S new rows after them, so the past is neither
 // read twice nor copied (a stateless wasm call uses it to skip one copy of the whole cache). past is
 // required; request.present is ignored and outputs->present stays empty (the present is that buffer).
+// past_length is P; C may hold more rows than P + S, so one buffer of a model's context serves every
+// decode step (P grows by S each call). past_length < 0: P = C - S.
 Status q_attention_in_place(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
-                            QAttentionOutputs* outputs, const RunOptions& options = RunOptions());
+                            QAttentionOutputs* outputs, const RunOptions& options = RunOptions(),
+                            int64_t past_length = -1);
 
 }  // namespace attnkit

@@ -31,7 +31,8 @@ struct QAttentionProblem {
   int64_t head_size = 0;     // H = D / N
   int64_t past = 0;          // P (0 without past)
   int64_t total = 0;         // T = P + S
-  bool in_place = false;     // q_attention_in_place: past is (2, B, N, T, H) and is the present
+  bool in_place = false;     // q_attention_in_place: past is (2, B, N, C, H), C >= T, and is the present
+  int64_t present_rows = 0;  // rows per head in present: T, or in place the past buffer's C
 
   bool weight_signed = false;     // int8 weight (else uint8)
   bool per_column_scale = false;  // weight_scale has 3D values
@@ -55,9 +56,11 @@ struct QAttentionProblem {
 // Checks every shape, dtype, attribute and data-dependent rule and derives the problem. Errors name
 // the input or attribute and the rule. Never reads out of bounds; rejects sizes that would overflow or
 // need more than kQAttentionMaxBytes for one tensor.
-// in_place: q_attention_in_place's form, whose past has room for the new rows (dim 3 is P + S).
+// in_place: q_attention_in_place's form, whose past has room for the new rows after each head's P = past_length
+// rows (dim 3 >= P + S; past_length < 0: P = dim 3 - S).
 Status validate_qattention(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
-                           const QAttentionRequest& request, QAttentionProblem* problem, bool in_place = false);
+                           const QAttentionRequest& request, QAttentionProblem* problem, bool in_place = false,
+                           int64_t past_length = -1);
 
 constexpr int64_t kQAttentionMaxBytes = int64_t(16) << 30;
 

@@ -118,8 +118,9 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
   const size_t columns = static_cast<size_t>(3 * D);
   const size_t row_bytes = static_cast<size_t>(H) * sizeof(float);
   const float* tokens = qkv + static_cast<size_t>(b * S) * columns;  // this batch entry's projected rows
-  float* present_k = present ? present + static_cast<size_t>(((0 * p.batch + b) * p.heads + n) * T * H) : nullptr;
-  float* present_v = present ? present + static_cast<size_t>(((1 * p.batch + b) * p.heads + n) * T * H) : nullptr;
+  const size_t head_floats = static_cast<size_t>(p.present_rows * H);  // in place, rows of the cache's capacity
+  float* present_k = present ? present + static_cast<size_t>((0 * p.batch + b) * p.heads + n) * head_floats : nullptr;
+  float* present_v = present ? present + static_cast<size_t>((1 * p.batch + b) * p.heads + n) * head_floats : nullptr;
   // This head's past rows: in the past tensor, or, in place, already where present keeps them.
   const float* past = P > 0 ? p.inputs->past->as<float>() : nullptr;
   const float* past_k = p.in_place ? present_k : past ? past + ((0 * p.batch + b) * p.heads + n) * P * H : nullptr;
@@ -364,10 +365,11 @@ Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& a
 }
 
 Status q_attention_in_place(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
-                            QAttentionOutputs* outputs, const RunOptions& options) {
+                            QAttentionOutputs* outputs, const RunOptions& options, int64_t past_length) {
   QAttentionProblem p;
   // The in-place form requests present itself (validate_qattention).
-  ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, QAttentionRequest(), &p, /*in_place=*/true));
+  ATTNKIT_RETURN_IF_ERROR(
+      validate_qattention(inputs, attrs, QAttentionRequest(), &p, /*in_place=*/true, past_length));
   return run_validated(p, p.request, outputs, options);
 }
 

@@ -170,7 +170,8 @@ bool QAttentionProblem::key_masked(int64_t b, int64_t i, int64_t j) const {
 }
 
 Status validate_qattention(const QAttentionInputs& in, const QAttentionAttributes& attrs,
-                           const QAttentionRequest& request, QAttentionProblem* p, bool in_place) {
+                           const QAttentionRequest& request, QAttentionProblem* p, bool in_place,
+                           int64_t past_length) {
   *p = QAttentionProblem();
   p->inputs = &in;
   p->attrs = attrs;
@@ -260,11 +261,14 @@ Status validate_qattention(const QAttentionInputs& in, const QAttentionAttribute
     }
     p->past = past.shape[3];
     if (in_place) {
-      if (p->past < p->seq) {
-        return fail("past: the in-place form needs room for the " + std::to_string(p->seq) +
-                    " new rows after each head's past (dim 3 = past + sequence length), got shape " + dims(past));
+      const int64_t capacity = past.shape[3];
+      p->past = past_length >= 0 ? past_length : capacity - p->seq;
+      if (p->past < 0 || p->past > capacity - p->seq) {
+        return fail("past: the in-place form needs room for the " + std::to_string(p->seq) + " new rows after each " +
+                    "head's " + (past_length >= 0 ? std::to_string(past_length) + " " : "") +
+                    "past rows (dim 3 >= past + sequence length), got shape " + dims(past));
       }
-      p->past -= p->seq;
+      p->present_rows = capacity;
     } else if (!request.present) {
       return fail("present: must be requested when past is given (ORT fails without it)");
     }
@@ -272,6 +276,7 @@ Status validate_qattention(const QAttentionInputs& in, const QAttentionAttribute
     return fail("past: the in-place form needs the cache as past");
   }
   p->total = p->past + p->seq;
+  if (!in_place) p->present_rows = p->total;
 
   // Every buffer the call allocates, checked before any allocation.
   ATTNKIT_RETURN_IF_ERROR(checked_bytes({p->batch, p->seq, columns}, 4, "projection"));
