@@ -119,6 +119,7 @@ export class AttnkitInstance {
   qAttention(inputs: CallInputs, attrs: Attributes, options?: CallOptions): Outputs;
   runCase(caseObject: CaseObject, options?: CallOptions): { outputs: Outputs };
   createKvCache(config: KvCacheConfig): KvCache;
+  createQAttentionCache(config: QAttentionCacheConfig): QAttentionCache;
   dispose(): void;
 }
 
@@ -174,3 +175,33 @@ export class KvCache {
 }
 
 export function createKvCache(config: KvCacheConfig): KvCache;
+
+export interface QAttentionCacheConfig {
+  batch?: number;
+  /** num_heads. */
+  heads: number;
+  /** hidden size / num_heads. */
+  headSize: number;
+  /** Most tokens the cache holds. */
+  capacity: number;
+}
+
+/** QAttention's past/present in wasm memory, (2, batch, heads, capacity, headSize) float32, growing in place: a step
+ * passes only the new tokens, where a stateless decode step copies the whole past in and the present out. */
+export class QAttentionCache {
+  readonly capacity: number;
+  /** Tokens held. */
+  readonly length: number;
+  /** New tokens only: QAttention's inputs without past. */
+  step(inputs: CallInputs, attrs: Attributes, options?: { threads?: number; into?: { output: TensorData } }):
+    { output: Tensor };
+  clear(): void;
+  /** Keeps the first `length` tokens. */
+  truncate(length: number): void;
+  /** Replaces the held tokens with a past in ORT's present layout, (2, batch, heads, rows, headSize) float32. */
+  load(past: { past: TensorInput | OrtTensorLike }): void;
+  /** The held tokens, (2, batch, heads, length, headSize), in an array the caller owns. */
+  read(options?: { into?: { present?: TensorData } }): { present: Tensor };
+  dispose(): void;
+}
+export function createQAttentionCache(config: QAttentionCacheConfig): QAttentionCache;

@@ -4,8 +4,9 @@
 import { AttnkitError } from './errors.js';
 import { availableCores, BUILDS, detectBuild, loadModule, terminateWorkers } from './loader.js';
 import {
-  createKvCache as newCacheHandle, heapBuffer, loadKvCache, readKvCache, reserveKvCache, runOperator, stepKvCache,
-  truncateKvCache,
+  createKvCache as newCacheHandle, createQAttentionCache as newQAttentionCacheHandle, heapBuffer, loadKvCache,
+  loadQAttentionCache, readKvCache, readQAttentionCache, reserveKvCache, runOperator, stepKvCache, stepQAttentionCache,
+  truncateKvCache, truncateQAttentionCache,
 } from './marshal.js';
 import { CaseError, materializeTensor, normalizeCase } from './case.js';
 
@@ -119,6 +120,12 @@ export class AttnkitInstance {
     return new KvCache(this, newCacheHandle(this.Module, config), config);
   }
 
+  // A QAttention past/present cache in wasm memory that grows in place: see QAttentionCache.
+  createQAttentionCache(config) {
+    this.#checkAlive();
+    return new QAttentionCache(this, newQAttentionCacheHandle(this.Module, config ?? {}), config);
+  }
+
   // Runs one case object (the corpus format, tests/cases); returns { outputs }.
   runCase(caseObject, options = {}) {
     const { op, inputs, attrs, outputs } = prepareCase(caseObject);
@@ -137,15 +144,47 @@ export class AttnkitInstance {
   }
 }
 
+// A cache living in an instance's wasm memory, freed by dispose() (or with its instance).
+class ResidentCache {
+  #instance;
+  #handle;
+  #what;
+  #free;
+  constructor(instance, handle, what, free) {
+    this.#instance = instance;
+    this.#handle = handle;
+    this.#what = what;
+    this.#free = free;
+  }
+
+  // The live instance and the cache's handle; throws once either is gone.
+  _live() {
+    if (!this.#handle) throw new AttnkitError(`${this.#what}: disposed`, 1);
+    if (this.#instance.disposed) throw new AttnkitError('attnkit: this instance was disposed; call init() again', 1);
+    return [this.#instance, this.#handle];
+  }
+
+  // Threads for one step: the call's, else the instance's, clamped to its pool.
+  _threads(options) {
+    checkThreads(options.threads, this.#what);
+    const [inst] = this._live();
+    return Math.min(options.threads || inst.threads, inst.maxThreads);
+  }
+
+  // Frees the cache's wasm memory (also freed with its instance).
+  dispose() {
+    if (!this.#handle) return;
+    if (!this.#instance.disposed) this.#instance.Module[this.#free](this.#handle);
+    this.#handle = 0;
+  }
+}
+
 // A KV cache that lives in the instance's wasm memory: each step() passes only the new tokens (query, key,
 // value and any rotary/bias/sink/scale inputs) and attends over the whole cache without copying it in or out,
 // so a decode step costs what the attention costs. Outputs equal the stateless op's on the same cache.
-export class KvCache {
-  #instance;
-  #handle;
+export class KvCache extends ResidentCache {
   constructor(instance, handle, config) {
-    this.#instance = instance;
-    this.#handle = handle;
+    super(instance, handle, 'kv cache', '_attnkit_kv_cache_free');
     this.capacity = config.capacity;
     this.window = config.window ?? 0;
   }
@@ -153,36 +192,40 @@ export class KvCache {
   // inputs: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length;
   // attrs: its attributes. Returns { output }.
   step(inputs, attrs, options = {}) {
-    const inst = this.#alive();
-    checkThreads(options.threads, 'kv cache');
-    const threads = Math.min(options.threads || inst.threads, inst.maxThreads);
-    return stepKvCache(inst.Module, this.#handle, inputs, attrs, { ...options, threads });
+    const threads = this._threads(options);
+    const [inst, handle] = this._live();
+    return stepKvCache(inst.Module, handle, inputs, attrs, { ...options, threads });
   }
 
   // Tokens the cache stands for (rotary positions go on from here); `rows` of them are held, fewer with a window.
   get length() {
-    return this.#alive().Module._attnkit_kv_cache_length(this.#handle);
+    const [inst, handle] = this._live();
+    return inst.Module._attnkit_kv_cache_length(handle);
   }
 
   get rows() {
-    return this.#alive().Module._attnkit_kv_cache_rows(this.#handle);
+    const [inst, handle] = this._live();
+    return inst.Module._attnkit_kv_cache_rows(handle);
   }
 
   clear() {
-    this.#alive().Module._attnkit_kv_cache_clear(this.#handle);
+    const [inst, handle] = this._live();
+    inst.Module._attnkit_kv_cache_clear(handle);
   }
 
   // Grows the capacity to `capacity` tokens, keeping the cached ones (a conversation that outgrows its first guess,
   // without the model's whole context allocated up front); a capacity not above the current one changes nothing.
   reserve(capacity) {
-    reserveKvCache(this.#alive().Module, this.#handle, capacity);
+    const [inst, handle] = this._live();
+    reserveKvCache(inst.Module, handle, capacity);
     this.capacity = Math.max(this.capacity, capacity);
   }
 
   // Keeps the first `length` tokens: a rejected speculative draft or a regenerated reply is dropped, and the next
   // step gives what a cache that never held it would. A window cache goes back as far as its rows allow.
   truncate(length) {
-    truncateKvCache(this.#alive().Module, this.#handle, length);
+    const [inst, handle] = this._live();
+    truncateKvCache(inst.Module, handle, length);
   }
 
   // Replaces the cached tokens with { past_key, past_value } in the present layout (batch, kvHeads, rows, row) of
@@ -190,25 +233,60 @@ export class KvCache {
   // options.length is the tokens they stand for (default: every row): the first rows, or a window cache's rows
   // after that many tokens. Quantized rows must be continued with the scales that wrote them.
   load({ past_key, past_value } = {}, { length } = {}) {
-    loadKvCache(this.#alive().Module, this.#handle, { past_key, past_value }, length);
+    const [inst, handle] = this._live();
+    loadKvCache(inst.Module, handle, { past_key, past_value }, length);
   }
 
   // The held tokens as { present_key, present_value }, arrays the caller owns (or options.into's).
   read({ into } = {}) {
-    return readKvCache(this.#alive().Module, this.#handle, into);
+    const [inst, handle] = this._live();
+    return readKvCache(inst.Module, handle, into);
+  }
+}
+
+// QAttention's past/present in the instance's wasm memory, (2, batch, heads, capacity, headSize): each step() passes
+// only the new tokens (QAttention's inputs without past) and the op writes their rows after the held ones and
+// attends over them in place, where a stateless decode step copies the whole past in and the present out. Outputs
+// equal the stateless op's fed the previous present.
+export class QAttentionCache extends ResidentCache {
+  constructor(instance, handle, config) {
+    super(instance, handle, 'qattention cache', '_attnkit_qattention_cache_free');
+    this.capacity = config.capacity;
   }
 
-  // Frees the cache's wasm memory (also freed with its instance).
-  dispose() {
-    if (!this.#handle) return;
-    if (!this.#instance.disposed) this.#instance.Module._attnkit_kv_cache_free(this.#handle);
-    this.#handle = 0;
+  // inputs: QAttention's inputs without past; attrs: its attributes. Returns { output }.
+  step(inputs, attrs, options = {}) {
+    const threads = this._threads(options);
+    const [inst, handle] = this._live();
+    return stepQAttentionCache(inst.Module, handle, inputs, attrs, { ...options, threads });
   }
 
-  #alive() {
-    if (!this.#handle) throw new AttnkitError('kv cache: disposed', 1);
-    if (this.#instance.disposed) throw new AttnkitError('attnkit: this instance was disposed; call init() again', 1);
-    return this.#instance;
+  get length() {
+    const [inst, handle] = this._live();
+    return inst.Module._attnkit_qattention_cache_length(handle);
+  }
+
+  clear() {
+    const [inst, handle] = this._live();
+    inst.Module._attnkit_qattention_cache_clear(handle);
+  }
+
+  // Keeps the first `length` tokens.
+  truncate(length) {
+    const [inst, handle] = this._live();
+    truncateQAttentionCache(inst.Module, handle, length);
+  }
+
+  // Replaces the cached tokens with { past }, (2, batch, heads, rows, headSize) float32: ORT's present or read()'s.
+  load({ past } = {}) {
+    const [inst, handle] = this._live();
+    loadQAttentionCache(inst.Module, handle, past);
+  }
+
+  // The held tokens as { present }, (2, batch, heads, length, headSize), an array the caller owns (or into's).
+  read({ into } = {}) {
+    const [inst, handle] = this._live();
+    return readQAttentionCache(inst.Module, handle, into);
   }
 }
 
@@ -276,4 +354,9 @@ export async function runCase(caseObject, options) {
 export function dispose() {
   if (current) current.dispose();
   current = null;
+}
+
+// config: { batch = 1, heads, headSize, capacity }.
+export function createQAttentionCache(config) {
+  return instance().createQAttentionCache(config);
 }

@@ -388,9 +388,9 @@ export function stepKvCache(Module, cache, inputs, attrs, options = {}) {
 
 // A KV cache's tokens themselves: load replaces them with past_key/past_value (the present layout), read copies
 // them out as { present_key, present_value }, truncate keeps the first `length`; reserve grows the capacity.
-function cacheLength(length, what) {
+function cacheLength(length, what, cache = 'kv cache') {
   if (!Number.isInteger(length) || length < 0 || length > 0x7fffffff) {
-    throw new AttnkitError(`kv cache: ${what} must be an integer in [0, 2147483647], got ${length}`);
+    throw new AttnkitError(`${cache}: ${what} must be an integer in [0, 2147483647], got ${length}`);
   }
   return length;
 }
@@ -416,29 +416,66 @@ export function truncateKvCache(Module, cache, length) {
   callPacked(Module, 'kv cache', {}, {}, {}, (args) => Module._attnkit_kv_cache_truncate(cache, rows, args.resultSlot));
 }
 
-// Creates a KV cache in wasm memory; returns its handle or throws AttnkitError with the C ABI's message.
-export function createKvCache(Module, { batch = 1, kvHeads, headSize, capacity, dtype = 'float32', window = 0 }) {
-  const code = DTYPE_CODES[dtype];
-  if (code === undefined) throw new AttnkitError(`kv cache: unknown dtype "${dtype}"`);
+// Creates a cache in wasm memory through `create(sizes, slots)`, a C ABI create that writes the cache and the result
+// pointers at slots and slots + 4; returns the cache's handle or throws AttnkitError with the C ABI's message.
+function createHandle(Module, what, sizes, create) {
+  for (const [name, v] of Object.entries(sizes)) {
+    if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) {
+      throw new AttnkitError(`${what}: ${name} must be an integer in [0, 2147483647], got ${v}`);
+    }
+  }
   const slots = Module._malloc(8) >>> 0;
   if (slots === 0) throw new AttnkitError('out of memory', 1);
   try {
-    const int = (v, name) => {
-      if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) {
-        throw new AttnkitError(`kv cache: ${name} must be an integer in [0, 2147483647], got ${v}`);
-      }
-      return v;
-    };
-    const rc = Module._attnkit_kv_cache_create_window(int(batch, 'batch'), int(kvHeads, 'kvHeads'),
-      int(headSize, 'headSize'), int(capacity, 'capacity'), int(window, 'window'), code, slots, slots + 4);
+    const rc = create(sizes, slots);
     const view = new DataView(heapBuffer(Module));
     const cache = view.getUint32(slots, true);
     const result = view.getUint32(slots + 4, true);
     const message = rc !== 0 && result ? Module.UTF8ToString(Module._attnkit_result_error(result) >>> 0) : '';
     if (result) Module._attnkit_result_free(result);
-    if (rc !== 0) throw new AttnkitError(message || `kv cache: internal error (code ${rc})`, rc === 2 ? 2 : 1);
+    if (rc !== 0) throw new AttnkitError(message || `${what}: internal error (code ${rc})`, rc === 2 ? 2 : 1);
     return cache;
   } finally {
     Module._free(slots);
   }
+}
+
+// Creates a KV cache in wasm memory; returns its handle or throws AttnkitError with the C ABI's message.
+export function createKvCache(Module, { batch = 1, kvHeads, headSize, capacity, dtype = 'float32', window = 0 }) {
+  const code = DTYPE_CODES[dtype];
+  if (code === undefined) throw new AttnkitError(`kv cache: unknown dtype "${dtype}"`);
+  return createHandle(Module, 'kv cache', { batch, kvHeads, headSize, capacity, window }, (n, slots) =>
+    Module._attnkit_kv_cache_create_window(n.batch, n.kvHeads, n.headSize, n.capacity, n.window, code, slots,
+      slots + 4));
+}
+
+// A QAttention past/present cache in wasm memory (attnkit_qattention_cache_*): create, step (QAttention's inputs
+// without past; returns { output }), load (past in ORT's present layout), read ({ present }), truncate.
+export function createQAttentionCache(Module, { batch = 1, heads, headSize, capacity }) {
+  return createHandle(Module, 'qattention cache', { batch, heads, headSize, capacity }, (n, slots) =>
+    Module._attnkit_qattention_cache_create(n.batch, n.heads, n.headSize, n.capacity, slots, slots + 4));
+}
+
+export function stepQAttentionCache(Module, cache, inputs, attrs, options = {}) {
+  const threads = options.threads ?? 0;
+  const { path, into } = options;
+  return callPacked(Module, 'QAttention', inputs, attrs, { path, into }, (args, count) =>
+    Module._attnkit_qattention_cache_step(cache, args.attrs, args.records, count, threads, args.path,
+      args.resultSlot));
+}
+
+export function loadQAttentionCache(Module, cache, past) {
+  callPacked(Module, 'qattention cache', { past }, {}, {}, (args, count) =>
+    Module._attnkit_qattention_cache_load(cache, args.records, count, args.resultSlot));
+}
+
+export function readQAttentionCache(Module, cache, into) {
+  return callPacked(Module, 'qattention cache', {}, {}, { into }, (args) =>
+    Module._attnkit_qattention_cache_read(cache, args.resultSlot));
+}
+
+export function truncateQAttentionCache(Module, cache, length) {
+  const rows = cacheLength(length, 'truncate length', 'qattention cache');
+  callPacked(Module, 'qattention cache', {}, {}, {}, (args) =>
+    Module._attnkit_qattention_cache_truncate(cache, rows, args.resultSlot));
 }

@@ -2,8 +2,9 @@
 // threads, next to attnkit native single-thread (default ISA and AVX2). Shapes: issue 3's GQA (N=16, Nk=8, H=128;
 // prefill S=T 512 [2048 with --full]; decode T 512/2048/4096; fp32/int8/int4 caches) and QAttention (B=1, D=768,
 // N=12, u8 x s8 per-column; S 128/512, and S=1 after 511 past tokens; --window adds decoding through window-sized
-// caches). ORT web fixes its thread count when its wasm module first loads, so each thread count runs in its own
-// child process (attnkit and ORT side by side in it).
+// caches); each decode also as a step of a cache in wasm memory (KvCache, QAttentionCache). ORT web fixes its thread
+// count when its wasm module first loads, so each thread count runs in its own child process (attnkit and ORT side
+// by side in it).
 // Usage: node bench/js/wasm_vs_ort.mjs [--full] [--quick] [--window] [--threads 1,2] [--iters N] [--filter SUBSTR]
 //   [--json FILE] [--dist DIR] [--budget-ms MS] [--native-rounds R]
 import { spawn } from 'node:child_process';
@@ -92,6 +93,28 @@ function timeKvCacheDecode(instance, c, threads) {
       const t0 = performance.now();
       cache.step(step.inputs, c.attrs, { threads });
       times.push(performance.now() - t0);
+    }
+    return median(times);
+  } finally {
+    cache.dispose();
+  }
+}
+
+// QAttention's decode step on a QAttentionCache (the stateful form): the case's past is loaded once, then each timed
+// step appends one token and is truncated back, untimed, so every step sees the case's P past tokens.
+function timeQAttentionCacheDecode(instance, prepared, threads) {
+  const { past, ...step } = prepared.inputs;
+  const [, batch, heads, P, headSize] = past.shape;
+  const cache = instance.createQAttentionCache({ batch, heads, headSize, capacity: P + 1 });
+  try {
+    cache.load({ past });
+    const output = new Float32Array(batch * heads * headSize);
+    const times = [];
+    for (let r = 0; r < DECODE.warmup + DECODE.repeat; r++) {
+      const t0 = performance.now();
+      cache.step(step, prepared.attrs, { threads, into: { output } });
+      if (r >= DECODE.warmup) times.push(performance.now() - t0);
+      cache.truncate(P);
     }
     return median(times);
   } finally {
@@ -196,8 +219,9 @@ async function child(threads) {
       }
     }
     const ortMs = ortTimes.length ? median(ortTimes) : null;
-    const gqaDecode = c.op === 'GroupQueryAttention' && c.kind === 'decode';
-    const inPlaceMs = gqaDecode ? timeKvCacheDecode(instance, c, threads) : null;
+    const inPlaceMs = c.kind !== 'decode' ? null
+      : c.op === 'GroupQueryAttention' ? timeKvCacheDecode(instance, c, threads)
+        : timeQAttentionCacheDecode(instance, prepared, threads);
     const copyMs = c.kind === 'decode' ? timeCacheCopies(prepared) : null;
     results.push({ name: c.name, threads, wasmMs: times.length ? median(times) : null,
       freshMs: freshTimes.length ? median(freshTimes) : null, wasmError, ortMs, ortError, diff,
@@ -278,8 +302,9 @@ async function parent() {
       }
       if (Number.isFinite(r.inPlaceMs)) {
         const inPlaceSpeedup = r.ortMs / r.inPlaceMs;
-        verdict(`${c.op} decode, KvCache in wasm memory, >= 2x ORT web`).push(inPlaceSpeedup >= 2);
-        lines.push(`${'  ... KvCache (in place)'.padEnd(26)}${String(t).padStart(4)}${fmt(r.inPlaceMs, 10)}${''.padStart(10)}${fmt(r.ortMs, 10)}`
+        verdict(`${c.op} decode, cache in wasm memory, >= 2x ORT web`).push(inPlaceSpeedup >= 2);
+        const label = c.op === 'QAttention' ? '  ... QAttentionCache step' : '  ... KvCache (in place)';
+        lines.push(`${label.padEnd(26)}${String(t).padStart(4)}${fmt(r.inPlaceMs, 10)}${''.padStart(10)}${fmt(r.ortMs, 10)}`
           + `${fmtRatio(inPlaceSpeedup, 10)}`);
       }
     }

@@ -464,5 +464,60 @@ TEST(CApi, InPlaceQAttentionMatchesTheStatelessCall) {
   check_in_place_qattention(1, 3, 3, 12, 4);
 }
 
+// The QAttention cache's entries: a prompt and a token give the stateless calls' bits and read() their present,
+// which load() takes back; a null cache, a step past the capacity and a load of anything but past are refused.
+TEST(CApi, QAttentionCacheMatchesTheStatelessCalls) {
+  const int64_t N = 2, H = 16, D = N * H;
+  std::vector<uint8_t> prompt(3 * D), token(D), w(D * 3 * D);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+  for (size_t i = 0; i < token.size(); ++i) token[i] = static_cast<uint8_t>((i * 29 + 5) % 256);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>((i * 53 + 7) % 256);
+  std::vector<float> bias(3 * D, 0.05f);
+  float x_scale = 0.02f, w_scale = 0.003f;
+  int64_t ps[3] = {1, 3, D}, ts[3] = {1, 1, D}, ws[2] = {D, 3 * D}, bs[1] = {3 * D};
+  const char* attrs = R"({"num_heads":2,"unidirectional":1})";
+  const auto inputs = [&](int64_t* shape, uint8_t* x) {
+    return std::vector<attnkit_tensor>{{"input", ATTNKIT_UINT8, 3, shape, x},
+                                       {"weight", ATTNKIT_INT8, 2, ws, w.data()},
+                                       {"bias", ATTNKIT_FLOAT32, 1, bs, bias.data()},
+                                       {"input_scale", ATTNKIT_FLOAT32, 0, nullptr, &x_scale},
+                                       {"weight_scale", ATTNKIT_FLOAT32, 0, nullptr, &w_scale}};
+  };
+  ResultGuard created, first, second, read, stateless_prompt, stateless_token, loaded, too_long, wrong_name, null_cache;
+  attnkit_qattention_cache* cache = nullptr;
+  ASSERT_EQ(attnkit_qattention_cache_create(1, N, H, 4, &cache, &created.r), ATTNKIT_OK);
+  auto in = inputs(ps, prompt.data());
+  ASSERT_EQ(attnkit_qattention_cache_step(cache, attrs, in.data(), 5, 1, nullptr, &first.r), ATTNKIT_OK)
+      << attnkit_result_error(first.r);
+  ASSERT_EQ(run("QAttention", attrs, in, "output,present", &stateless_prompt), ATTNKIT_OK);
+  expect_same_output(first, stateless_prompt);
+  auto next = inputs(ts, token.data());
+  int64_t present_shape[5] = {2, 1, N, 3, H};
+  void* prompt_present = const_cast<void*>(attnkit_result_data(stateless_prompt.r, 1));
+  next.push_back({"past", ATTNKIT_FLOAT32, 5, present_shape, prompt_present});
+  ASSERT_EQ(run("QAttention", attrs, next, "output,present", &stateless_token), ATTNKIT_OK);
+  next.pop_back();
+  ASSERT_EQ(attnkit_qattention_cache_step(cache, attrs, next.data(), 5, 1, nullptr, &second.r), ATTNKIT_OK);
+  expect_same_output(second, stateless_token);
+  ASSERT_EQ(attnkit_qattention_cache_read(cache, &read.r), ATTNKIT_OK);
+  ASSERT_EQ(attnkit_result_bytes(read.r, 0), attnkit_result_bytes(stateless_token.r, 1));
+  EXPECT_EQ(0, std::memcmp(attnkit_result_data(read.r, 0), attnkit_result_data(stateless_token.r, 1),
+                           attnkit_result_bytes(read.r, 0)));
+  EXPECT_EQ(attnkit_qattention_cache_step(cache, attrs, in.data(), 5, 1, nullptr, &too_long.r), ATTNKIT_INVALID);
+  EXPECT_NE(std::string(attnkit_result_error(too_long.r)).find("exceed its capacity 4"), std::string::npos);
+
+  attnkit_tensor past{"past", ATTNKIT_FLOAT32, 5, present_shape, prompt_present};
+  ASSERT_EQ(attnkit_qattention_cache_load(cache, &past, 1, &loaded.r), ATTNKIT_OK) << attnkit_result_error(loaded.r);
+  EXPECT_EQ(attnkit_qattention_cache_length(cache), 3);
+  past.name = "present";
+  EXPECT_EQ(attnkit_qattention_cache_load(cache, &past, 1, &wrong_name.r), ATTNKIT_INVALID);
+  EXPECT_NE(std::string(attnkit_result_error(wrong_name.r)).find("load takes past, not present"), std::string::npos);
+  attnkit_qattention_cache_clear(cache);
+  EXPECT_EQ(attnkit_qattention_cache_length(cache), 0);
+  attnkit_qattention_cache_free(cache);
+  EXPECT_EQ(attnkit_qattention_cache_read(nullptr, &null_cache.r), ATTNKIT_INVALID);
+  EXPECT_STREQ(attnkit_result_error(null_cache.r), "qattention cache: is null");
+}
+
 }  // namespace
 }  // namespace attnkit

@@ -111,6 +111,23 @@ int attnkit_kv_cache_load(attnkit_kv_cache* cache, const attnkit_tensor* inputs,
 int attnkit_kv_cache_read(const attnkit_kv_cache* cache, attnkit_result** result);
 void attnkit_kv_cache_free(attnkit_kv_cache* cache);
 
+/* A QAttention past/present cache that lives in attnkit memory and grows in place (attnkit/qattention_cache.h):
+ * (2, batch, heads, capacity, head_size) float32. create as attnkit_kv_cache_create; step's inputs are QAttention's
+ * minus past, its result holds "output"; load takes input "past" (ORT's present layout, (2, batch, heads, rows,
+ * head_size)); read's result holds "present", the held rows. Codes as attnkit_run. */
+typedef struct attnkit_qattention_cache attnkit_qattention_cache;
+int attnkit_qattention_cache_create(int batch, int heads, int head_size, int capacity,
+                                    attnkit_qattention_cache** cache, attnkit_result** result);
+int attnkit_qattention_cache_step(attnkit_qattention_cache* cache, const char* attrs_json, const attnkit_tensor* inputs,
+                                  int n_inputs, int threads, const char* path, attnkit_result** result);
+int attnkit_qattention_cache_length(const attnkit_qattention_cache* cache);
+void attnkit_qattention_cache_clear(attnkit_qattention_cache* cache);
+int attnkit_qattention_cache_truncate(attnkit_qattention_cache* cache, int length, attnkit_result** result);
+int attnkit_qattention_cache_load(attnkit_qattention_cache* cache, const attnkit_tensor* inputs, int n_inputs,
+                                  attnkit_result** result);
+int attnkit_qattention_cache_read(const attnkit_qattention_cache* cache, attnkit_result** result);
+void attnkit_qattention_cache_free(attnkit_qattention_cache* cache);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 
 #include "api/op_registry.h"
 #include "attnkit/kv_cache.h"
+#include "attnkit/qattention_cache.h"
 #include "common/json.h"
 #include "common/thread_pool.h"
 #include "dispatch.h"
@@ -23,6 +24,10 @@ struct attnkit_result {
 
 struct attnkit_kv_cache {
   attnkit::GqaKvCache cache;
+};
+
+struct attnkit_qattention_cache {
+  attnkit::QAttentionKvCache cache;
 };
 
 namespace {
@@ -281,6 +286,80 @@ int attnkit_kv_cache_read(const attnkit_kv_cache* cache, attnkit_result** result
 }
 
 void attnkit_kv_cache_free(attnkit_kv_cache* cache) { delete cache; }
+
+int attnkit_qattention_cache_create(int batch, int heads, int head_size, int capacity,
+                                    attnkit_qattention_cache** cache, attnkit_result** result) {
+  if (!cache) return ATTNKIT_INTERNAL_ERROR;
+  *cache = nullptr;
+  return guarded(result, [&](attnkit_result* r) {
+    auto owned = std::make_unique<attnkit_qattention_cache>();
+    Status st = owned->cache.init({batch, heads, head_size, capacity});
+    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    *cache = owned.release();
+    return ATTNKIT_OK;
+  });
+}
+
+int attnkit_qattention_cache_step(attnkit_qattention_cache* cache, const char* attrs_json, const attnkit_tensor* inputs,
+                                  int n_inputs, int threads, const char* path, attnkit_result** result) {
+  return guarded(result, [&](attnkit_result* r) {
+    if (!cache) return fail(r, ATTNKIT_INVALID, "qattention cache: is null");
+    Call call;
+    attnkit::QAttentionCall qa;
+    attnkit::Tensor output;
+    Status st = decode_call(attrs_json, inputs, n_inputs, threads, path, &call);
+    static const std::vector<std::string> kOutput{"output"};
+    if (st.ok()) st = attnkit::decode_qattention_call(call.attrs, call.views, kOutput, &qa);
+    if (st.ok()) st = cache->cache.step(qa.inputs, qa.attrs, &output, call.options);
+    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    r->outputs.emplace_back("output", std::move(output));
+    return ATTNKIT_OK;
+  });
+}
+
+int attnkit_qattention_cache_length(const attnkit_qattention_cache* cache) {
+  return cache ? static_cast<int>(cache->cache.length()) : 0;
+}
+
+void attnkit_qattention_cache_clear(attnkit_qattention_cache* cache) {
+  if (cache) cache->cache.clear();
+}
+
+int attnkit_qattention_cache_truncate(attnkit_qattention_cache* cache, int length, attnkit_result** result) {
+  return guarded(result, [&](attnkit_result* r) {
+    if (!cache) return fail(r, ATTNKIT_INVALID, "qattention cache: is null");
+    Status st = cache->cache.truncate(length);
+    return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
+  });
+}
+
+int attnkit_qattention_cache_load(attnkit_qattention_cache* cache, const attnkit_tensor* inputs, int n_inputs,
+                                  attnkit_result** result) {
+  return guarded(result, [&](attnkit_result* r) {
+    if (!cache) return fail(r, ATTNKIT_INVALID, "qattention cache: is null");
+    attnkit::InputMap views;
+    Status st = bind_c_inputs(inputs, n_inputs, &views);
+    for (const auto& entry : views)
+      if (st.ok() && entry.first != "past") st = Status::Error("qattention cache: load takes past, not " + entry.first);
+    const auto past = views.find("past");
+    if (st.ok() && past == views.end()) st = Status::Error("qattention cache: load needs past");
+    if (st.ok()) st = cache->cache.load(past->second);
+    return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
+  });
+}
+
+int attnkit_qattention_cache_read(const attnkit_qattention_cache* cache, attnkit_result** result) {
+  return guarded(result, [&](attnkit_result* r) {
+    if (!cache) return fail(r, ATTNKIT_INVALID, "qattention cache: is null");
+    attnkit::Tensor present;
+    Status st = cache->cache.read(&present);
+    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    r->outputs.emplace_back("present", std::move(present));
+    return ATTNKIT_OK;
+  });
+}
+
+void attnkit_qattention_cache_free(attnkit_qattention_cache* cache) { delete cache; }
 
 int attnkit_result_count(const attnkit_result* r) { return r ? static_cast<int>(r->outputs.size()) : 0; }
 
