@@ -33,8 +33,17 @@ export interface OrtTensorLike {
   readonly data: unknown;
   readonly location?: string;
 }
-/** What the op calls take: attnkit tensors, onnxruntime tensors, or both. */
-export type CallInputs = Record<string, TensorInput | OrtTensorLike>;
+/** A tensor copied once into an instance's wasm memory (`pin()`): as an input of that instance's calls it is not
+ * copied again, as a model's constants (rotary tables, QAttention's weights) need not be. */
+export class PinnedTensor {
+  readonly dtype: DType;
+  readonly shape: number[];
+  readonly byteLength: number;
+  /** Frees its wasm memory (also freed with its instance); a call given it afterwards is refused. */
+  dispose(): void;
+}
+/** What the op calls take: attnkit tensors, onnxruntime tensors, pinned tensors, or any mix. */
+export type CallInputs = Record<string, TensorInput | OrtTensorLike | PinnedTensor>;
 export type Outputs = Record<string, Tensor>;
 /** ORT attribute names and values, e.g. { num_heads: 16, kv_num_heads: 8, k_quant_type: 'PER_CHANNEL' }. Float
  * attributes may be Infinity, -Infinity or NaN (a QAttention mask_filter_value of -Infinity); each op's rules decide. */
@@ -120,6 +129,7 @@ export class AttnkitInstance {
   runCase(caseObject: CaseObject, options?: CallOptions): { outputs: Outputs };
   createKvCache(config: KvCacheConfig): KvCache;
   createQAttentionCache(config: QAttentionCacheConfig): QAttentionCache;
+  pin(tensor: TensorInput | OrtTensorLike): PinnedTensor;
   dispose(): void;
 }
 
@@ -168,7 +178,8 @@ export class KvCache {
   /** Replaces the cached tokens with past tensors in the present layout (batch, kvHeads, rows, row) of the cache
    * dtype, e.g. a shared prompt prefix; `length` is the tokens they stand for (default: every row): the first rows,
    * or a window cache's rows after that many tokens (an ORT window present with its seqlens_k + 1). */
-  load(past: { past_key: TensorInput | OrtTensorLike; past_value: TensorInput | OrtTensorLike }, options?: { length?: number }): void;
+  load(past: { past_key: TensorInput | OrtTensorLike | PinnedTensor; past_value: TensorInput | OrtTensorLike | PinnedTensor },
+    options?: { length?: number }): void;
   /** The held tokens, (batch, kvHeads, rows, row) each, in arrays the caller owns. */
   read(options?: { into?: { present_key?: TensorData; present_value?: TensorData } }): { present_key: Tensor; present_value: Tensor };
   dispose(): void;
@@ -199,9 +210,11 @@ export class QAttentionCache {
   /** Keeps the first `length` tokens. */
   truncate(length: number): void;
   /** Replaces the held tokens with a past in ORT's present layout, (2, batch, heads, rows, headSize) float32. */
-  load(past: { past: TensorInput | OrtTensorLike }): void;
+  load(past: { past: TensorInput | OrtTensorLike | PinnedTensor }): void;
   /** The held tokens, (2, batch, heads, length, headSize), in an array the caller owns. */
   read(options?: { into?: { present?: TensorData } }): { present: Tensor };
   dispose(): void;
 }
 export function createQAttentionCache(config: QAttentionCacheConfig): QAttentionCache;
+/** pin() on the default instance. */
+export function pin(tensor: TensorInput | OrtTensorLike): PinnedTensor;

@@ -6,11 +6,11 @@ import { availableCores, BUILDS, detectBuild, loadModule, terminateWorkers } fro
 import {
   createKvCache as newCacheHandle, createQAttentionCache as newQAttentionCacheHandle, heapBuffer, loadKvCache,
   loadQAttentionCache, readKvCache, readQAttentionCache, reserveKvCache, runOperator, stepKvCache, stepQAttentionCache,
-  truncateKvCache, truncateQAttentionCache,
+  truncateKvCache, truncateQAttentionCache, PinnedTensor, pinTensor,
 } from './marshal.js';
 import { CaseError, materializeTensor, normalizeCase } from './case.js';
 
-export { AttnkitError };
+export { AttnkitError, PinnedTensor };
 
 const PATHS = new Set(['auto', 'naive', 'flash']);
 // The native case loader's limit per tensor (native/case/case_file.h kMaxCaseTensorBytes).
@@ -118,6 +118,13 @@ export class AttnkitInstance {
   createKvCache(config) {
     this.#checkAlive();
     return new KvCache(this, newCacheHandle(this.Module, config), config);
+  }
+
+  // Copies a tensor into this instance's wasm memory once; passed as an input (to any call or cache step of this
+  // instance) it is not copied again: a model's rotary tables or QAttention's weights, constant across its calls.
+  pin(tensor) {
+    this.#checkAlive();
+    return pinTensor(this, tensor);
   }
 
   // A QAttention past/present cache in wasm memory that grows in place: see QAttentionCache.
@@ -359,4 +366,9 @@ export function dispose() {
 // config: { batch = 1, heads, headSize, capacity }.
 export function createQAttentionCache(config) {
   return instance().createQAttentionCache(config);
+}
+
+// Pins a tensor in the default instance's wasm memory: see AttnkitInstance.pin.
+export function pin(tensor) {
+  return instance().pin(tensor);
 }

@@ -38,10 +38,55 @@ export function dtypeName(code) {
   return DTYPE_NAMES[code];
 }
 
-// Returns { dtype, shape, data } with data a typed array of the dtype's element type. An onnxruntime Tensor
-// ({ type, dims, data, location }: ORT's dtype names are attnkit's) is taken as it is, so tensors of a model run in
-// onnxruntime-web or -node pass straight in; one on a GPU must be brought to the CPU by its owner first.
-export function normalizeInput(name, tensor) {
+// A tensor copied once into an instance's wasm memory (AttnkitInstance.pin). Passed as an input, its pointer goes
+// into the call as it is: constant inputs (rotary tables, QAttention's weights) are not copied in on every call.
+export class PinnedTensor {
+  #instance;
+  #ptr;
+  constructor(instance, ptr, dtype, shape, byteLength) {
+    this.#instance = instance;
+    this.#ptr = ptr;
+    this.dtype = dtype;
+    this.shape = shape;
+    this.byteLength = byteLength;
+  }
+
+  // normalizeInput's form for a call on `Module`, its data a view of wasm memory as it is now.
+  _normalized(name, Module) {
+    if (!this.#ptr) throw new AttnkitError(`${name}: the pinned tensor was disposed`);
+    if (this.#instance.disposed || this.#instance.Module !== Module) {
+      throw new AttnkitError(`${name}: the tensor is pinned in another attnkit instance`);
+    }
+    const { array, bytes } = DTYPES[this.dtype];
+    const data = new array(heapBuffer(Module), this.#ptr, this.byteLength / bytes);
+    return { dtype: this.dtype, shape: this.shape, data, pinned: this.#ptr, pinnedBytes: this.byteLength };
+  }
+
+  // Frees its wasm memory (also freed with its instance).
+  dispose() {
+    if (!this.#ptr) return;
+    if (!this.#instance.disposed) this.#instance.Module._free(this.#ptr);
+    this.#ptr = 0;
+  }
+}
+
+// Copies a tensor into `instance`'s wasm memory once; see PinnedTensor.
+export function pinTensor(instance, tensor) {
+  const t = normalizeInput('pin', tensor);
+  const { Module } = instance;
+  const ptr = Module._malloc(Math.max(t.data.byteLength, 1)) >>> 0;
+  if (ptr === 0) throw new AttnkitError(`pin: out of memory for ${t.data.byteLength} bytes in wasm memory`, 1);
+  new Uint8Array(heapBuffer(Module), ptr, t.data.byteLength)
+    .set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+  return new PinnedTensor(instance, ptr, t.dtype, [...t.shape], t.data.byteLength);
+}
+
+// Returns { dtype, shape, data } with data a typed array of the dtype's element type (and `pinned`, the pointer of
+// a PinnedTensor of `Module`). An onnxruntime Tensor ({ type, dims, data, location }: ORT's dtype names are
+// attnkit's) is taken as it is, so tensors of a model run in onnxruntime-web or -node pass straight in; one on a GPU
+// must be brought to the CPU by its owner first.
+export function normalizeInput(name, tensor, Module) {
+  if (tensor instanceof PinnedTensor) return tensor._normalized(name, Module);
   if (!tensor || typeof tensor !== 'object') throw new AttnkitError(`${name}: not a tensor object`);
   const ortTensor = tensor.shape === undefined && tensor.dims !== undefined;
   if (ortTensor && tensor.location !== undefined && tensor.location !== 'cpu' && tensor.location !== 'cpu-pinned') {
@@ -128,7 +173,10 @@ function packArguments(Module, op, attrsJson, inputs, outputsCsv, path) {
   const stringAt = strings.map((s) => reserve(s.length, 1));
   const recordsAt = reserve(TENSOR_RECORD_BYTES * Math.max(inputs.length, 1), 8);
   const shapeAt = inputs.map((t) => reserve(8 * Math.max(t.shape.length, 1), 8));
-  const dataAt = inputs.map((t) => reserve(Math.max(t.cache ? t.cache.bytes : t.data.byteLength, 1), 16));
+  // A pinned tensor goes by its pointer, unless it is a past laid out again with room for the new rows.
+  const copied = inputs.map((t) => !t.pinned || t.cache);
+  const dataAt = inputs.map((t, i) => (copied[i] ? reserve(Math.max(t.cache ? t.cache.bytes : t.data.byteLength, 1), 16)
+    : -1));
   const resultSlotAt = reserve(4, 4);
   const base = Module._malloc(size) >>> 0;
   if (base === 0) throw new AttnkitError(`out of memory: cannot allocate ${size} bytes of inputs in wasm memory`, 1);
@@ -142,9 +190,12 @@ function packArguments(Module, op, attrsJson, inputs, outputsCsv, path) {
     view.setInt32(record + 4, DTYPE_CODES[t.dtype], true);
     view.setInt32(record + 8, t.shape.length, true);
     view.setUint32(record + 12, base + shapeAt[i], true);
-    view.setUint32(record + 16, base + dataAt[i], true);
+    view.setUint32(record + 16, copied[i] ? base + dataAt[i] : t.pinned, true);
     t.shape.forEach((d, k) => setInt64(view, base + shapeAt[i] + 8 * k, d));
-    const source = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+    if (!copied[i]) return;
+    // A pinned source is viewed afresh: the malloc above may have grown (and so replaced) the heap's buffer.
+    const source = t.pinned ? new Uint8Array(buffer, t.pinned, t.pinnedBytes)
+      : new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
     if (!t.cache) {
       bytes.set(source, base + dataAt[i]);
       return;
@@ -164,7 +215,7 @@ function packArguments(Module, op, attrsJson, inputs, outputsCsv, path) {
     path: path ? base + stringAt[3] : 0,
     records: base + recordsAt,
     resultSlot: base + resultSlotAt,
-    data: dataAt.map((at) => base + at),
+    data: dataAt.map((at) => (at < 0 ? 0 : base + at)),
   };
 }
 
@@ -240,7 +291,7 @@ function readResults(Module, found, what, into = {}) {
 function callPacked(Module, what, inputs, attrs, { outputs, path, into, op } = {}, invoke) {
   if (!inputs || typeof inputs !== 'object') throw new AttnkitError(`${what}: inputs must be an object of tensors`);
   checkInto(what, into);
-  const normalized = Object.entries(inputs).map(([name, t]) => ({ name, ...normalizeInput(name, t) }));
+  const normalized = Object.entries(inputs).map(([name, t]) => ({ name, ...normalizeInput(name, t, Module) }));
   const shared = op ? sharedCachePlan(op, normalized, attrs, outputs) : null;
   if (shared) {
     try {

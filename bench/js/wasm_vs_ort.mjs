@@ -100,11 +100,14 @@ function timeKvCacheDecode(instance, c, threads) {
   }
 }
 
-// QAttention's decode step on a QAttentionCache (the stateful form): the case's past is loaded once, then each timed
-// step appends one token and is truncated back, untimed, so every step sees the case's P past tokens.
+// QAttention's decode step on a QAttentionCache (the stateful form): the case's past is loaded once and the model's
+// constants (weight, bias, scales, zero points) pinned, as an app would; then each timed step appends one token and is
+// truncated back, untimed, so every step sees the case's P past tokens.
 function timeQAttentionCacheDecode(instance, prepared, threads) {
-  const { past, ...step } = prepared.inputs;
+  const { past, input, ...constants } = prepared.inputs;
   const [, batch, heads, P, headSize] = past.shape;
+  const pinned = Object.entries(constants).map(([name, t]) => [name, instance.pin(t)]);
+  const step = { input, ...Object.fromEntries(pinned) };
   const cache = instance.createQAttentionCache({ batch, heads, headSize, capacity: P + 1 });
   try {
     cache.load({ past });
@@ -119,6 +122,7 @@ function timeQAttentionCacheDecode(instance, prepared, threads) {
     return median(times);
   } finally {
     cache.dispose();
+    for (const [, t] of pinned) t.dispose();
   }
 }
 

@@ -101,14 +101,14 @@ check(qattention.output.shape.join() === '1,2,8', 'QAttention output shape');
 // The same model decoding through a QAttentionCache: the prompt, then one token, against the stateless op.
 const qcache: attnkit.QAttentionCache = attnkit.createQAttentionCache({ heads: 2, headSize: 4, capacity: 8 });
 const projection = {
-  weight: { data: new Int8Array(8 * 24).fill(3), shape: [8, 24] },
+  weight: attnkit.pin({ data: new Int8Array(8 * 24).fill(3), shape: [8, 24] }),  // copied into wasm memory once
   bias: { data: new Float32Array(24), shape: [24] },
   input_scale: { data: new Float32Array([0.02]), shape: [] },
   weight_scale: { data: new Float32Array([0.05]), shape: [] },
 };
 qcache.step({ input: { data: new Uint8Array(2 * 8).fill(130), shape: [1, 2, 8] }, ...projection }, { num_heads: 2 });
 const { present: afterPrompt } = qcache.read();
-const nextToken: Inputs = { input: { data: new Uint8Array(8).fill(7), shape: [1, 1, 8] }, ...projection };
+const nextToken: attnkit.CallInputs = { input: { data: new Uint8Array(8).fill(7), shape: [1, 1, 8] }, ...projection };
 const { output: qstep } = qcache.step(nextToken, { num_heads: 2 });
 const qstateless = await attnkit.qAttention({ ...nextToken, past: afterPrompt }, { num_heads: 2 });
 check(qcache.length === 3 && afterPrompt.shape.join() === '2,1,2,2,4', 'QAttentionCache length and read()');
