@@ -4,11 +4,11 @@
 #include "attnkit/kv_cache.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <new>
 #include <string>
 
+#include "common/head_rows.h"
 #include "gqa/problem.h"
 
 namespace attnkit {
@@ -31,14 +31,6 @@ Status allocate_cache(const KvCacheConfig& config, Tensor* key, Tensor* value) {
     return Status::Error("kv cache: out of memory allocating " + shape_to_string(shape));
   }
   return Status::Ok();
-}
-
-// Copies the first `rows` rows of every (batch, kv head) between layouts of `from_rows` and `to_rows` rows a head.
-void copy_head_rows(const uint8_t* from, int64_t from_rows, uint8_t* to, int64_t to_rows, int64_t heads,
-                    int64_t rows, int64_t row_bytes) {
-  if (rows == 0) return;  // the source may be an empty tensor without data
-  for (int64_t h = 0; h < heads; ++h)
-    std::memcpy(to + h * to_rows * row_bytes, from + h * from_rows * row_bytes, static_cast<size_t>(rows * row_bytes));
 }
 
 // Whether rows [r0, r1) of some (batch, kv head) of an fp16 cache hold an inf or NaN (exponent 31). A running max

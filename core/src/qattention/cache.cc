@@ -3,23 +3,16 @@
 // messages are the stateless op's; this file adds only the cache's own (sizes, capacity, the inputs it owns).
 #include "attnkit/qattention_cache.h"
 
-#include <cstring>
 #include <new>
 #include <string>
+
+#include "common/head_rows.h"
 
 namespace attnkit {
 namespace {
 
 const char* kWho = "qattention cache: ";
-
-// Copies the first `rows` rows of each of `heads` heads between layouts of `from_rows` and `to_rows` rows a head.
-void copy_rows(const float* from, int64_t from_rows, float* to, int64_t to_rows, int64_t heads, int64_t rows,
-               int64_t row_floats) {
-  if (rows == 0) return;
-  for (int64_t h = 0; h < heads; ++h)
-    std::memcpy(to + h * to_rows * row_floats, from + h * from_rows * row_floats,
-                static_cast<size_t>(rows * row_floats) * sizeof(float));
-}
+constexpr int64_t kFloatBytes = sizeof(float);
 
 }  // namespace
 
@@ -92,8 +85,8 @@ Status QAttentionKvCache::load(const TensorView& past) {
   if (s[3] > config_.capacity)
     return Status::Error("past: " + std::to_string(s[3]) + " rows exceed the cache's capacity " +
                          std::to_string(config_.capacity));
-  copy_rows(static_cast<const float*>(past.data), s[3], buffer_.as<float>(), config_.capacity,
-            2 * config_.batch * config_.heads, s[3], config_.head_size);
+  copy_head_rows(past.data, s[3], buffer_.as<float>(), config_.capacity, 2 * config_.batch * config_.heads, s[3],
+                 config_.head_size * kFloatBytes);
   length_ = s[3];
   return Status::Ok();
 }
@@ -106,8 +99,8 @@ Status QAttentionKvCache::read(Tensor* present) const {
   } catch (const std::bad_alloc&) {
     return Status::Error(std::string(kWho) + "out of memory reading " + std::to_string(length_) + " tokens");
   }
-  copy_rows(buffer_.as<float>(), config_.capacity, out.as<float>(), length_, 2 * config_.batch * config_.heads,
-            length_, config_.head_size);
+  copy_head_rows(buffer_.as<float>(), config_.capacity, out.as<float>(), length_, 2 * config_.batch * config_.heads,
+                 length_, config_.head_size * kFloatBytes);
   *present = std::move(out);
   return Status::Ok();
 }
