@@ -171,10 +171,9 @@ class ResidentCache {
     return [this.#instance, this.#handle];
   }
 
-  // Threads for one step: the call's, else the instance's, clamped to its pool.
-  _threads(options) {
+  // Threads for one step of `inst`: the call's, else the instance's, clamped to its pool.
+  _threads(options, inst) {
     checkThreads(options.threads, this.#what);
-    const [inst] = this._live();
     return Math.min(options.threads || inst.threads, inst.maxThreads);
   }
 
@@ -199,8 +198,8 @@ export class KvCache extends ResidentCache {
   // inputs: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length;
   // attrs: its attributes. Returns { output }.
   step(inputs, attrs, options = {}) {
-    const threads = this._threads(options);
     const [inst, handle] = this._live();
+    const threads = this._threads(options, inst);
     return stepKvCache(inst.Module, handle, inputs, attrs, { ...options, threads });
   }
 
@@ -263,8 +262,8 @@ export class QAttentionCache extends ResidentCache {
 
   // inputs: QAttention's inputs without past; attrs: its attributes. Returns { output }.
   step(inputs, attrs, options = {}) {
-    const threads = this._threads(options);
     const [inst, handle] = this._live();
+    const threads = this._threads(options, inst);
     return stepQAttentionCache(inst.Module, handle, inputs, attrs, { ...options, threads });
   }
 
