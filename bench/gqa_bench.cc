@@ -18,7 +18,8 @@ enum CacheKind { kF32 = 0, kI8 = 1, kI4 = 2 };
 const char* const kCacheNames[] = {"f32", "int8", "int4"};
 
 struct Problem {
-  std::vector<std::vector<uint8_t>> buffers;
+  // Allocated as a GqaKvCache's buffers are (on cache lines, attnkit/tensor.h): the in-place modes stand for one.
+  std::vector<TensorBytes> buffers;
   std::vector<TensorView> views;
   GqaInputs inputs;
   GqaAttributes attrs;

@@ -309,6 +309,24 @@ TEST(KvCache, LoadAndTruncateRefuseWhatDoesNotFit) {
   EXPECT_EQ(cache.length(), 0);
 }
 
+// Cache rows start on cache lines, as the AVX512 kernels' loads need to stay whole (attnkit/tensor.h): from small
+// caches to ones past the pool's and malloc's thresholds, and pooled memory handed out again for a smaller cache.
+TEST(KvCache, BuffersStartOnCacheLines) {
+  const auto aligned = [](const TensorView& v) { return reinterpret_cast<uintptr_t>(v.data) % kTensorAlignment == 0; };
+  for (int64_t capacity : {3, 100, 1000, 9000}) {
+    for (int round = 0; round < 2; ++round) {  // the second round reuses the first one's pooled blocks
+      GqaKvCache cache;
+      ASSERT_TRUE(cache.init({1, 2, 64, capacity - round, DType::kFloat32}).ok());
+      EXPECT_TRUE(aligned(cache.key())) << capacity;
+      EXPECT_TRUE(aligned(cache.value())) << capacity;
+    }
+  }
+  for (size_t bytes : {size_t{40}, size_t{100} << 10, size_t{3} << 20}) {
+    TensorBytes buffer(bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer.data()) % kTensorAlignment, 0u) << bytes;
+  }
+}
+
 TEST(KvCache, RejectsOverflowAndMisuse) {
   GqaKvCache cache;
   EXPECT_FALSE(cache.init({1, 2, 64, 0, DType::kFloat32}).ok());

@@ -35,10 +35,17 @@ struct TensorView {
   const T* as() const { return static_cast<const T*>(data); }
 };
 
+// Where attnkit's own buffers (KV caches, presents, outputs) start, and where a caller's caches should: on a 64-byte
+// cache line, so no row of a cache that rows of whole lines make up straddles two lines. malloc returns large blocks
+// 16 bytes past a page boundary, where every 64-byte load of an AVX512 kernel splits across two lines (decode
+// T=4096, fp32 cache, one thread, warm: 796 against 602 us aligned, bench/RESULTS.md).
+constexpr size_t kTensorAlignment = 64;
+
 namespace detail {
 // Large buffers (>= 64 KiB) are recycled through a small pool, as ORT's arena does: a caller that runs
 // the same shapes again gets memory whose pages are already mapped instead of faulting in (and zeroing)
-// fresh pages on every call, which otherwise dominates a stateless decode step.
+// fresh pages on every call, which otherwise dominates a stateless decode step. Every buffer starts on a
+// kTensorAlignment boundary.
 void* pool_allocate(size_t bytes);
 void pool_free(void* p, size_t bytes) noexcept;
 // Returns the pooled memory to the system.

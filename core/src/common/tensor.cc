@@ -92,6 +92,9 @@ constexpr size_t kPoolMinBytes = size_t{64} << 10;
 constexpr size_t kPoolMaxBytes = size_t{256} << 20;  // most memory kept for reuse
 constexpr size_t kPoolMaxBlocks = 16;
 
+void* aligned_new(size_t bytes) { return ::operator new(bytes, std::align_val_t(kTensorAlignment)); }
+void aligned_delete(void* p) noexcept { ::operator delete(p, std::align_val_t(kTensorAlignment)); }
+
 struct Block {
   void* ptr;
   size_t bytes;  // the block's real size (it may serve a slightly smaller request)
@@ -112,7 +115,7 @@ Pool& pool() {
 }  // namespace
 
 void* pool_allocate(size_t bytes) {
-  if (bytes < kPoolMinBytes) return ::operator new(bytes);
+  if (bytes < kPoolMinBytes) return aligned_new(bytes);
   Pool& p = pool();
   {
     std::lock_guard<std::mutex> lock(p.mu);
@@ -131,7 +134,7 @@ void* pool_allocate(size_t bytes) {
       return block.ptr;
     }
   }
-  void* ptr = ::operator new(bytes);
+  void* ptr = aligned_new(bytes);
   std::lock_guard<std::mutex> lock(p.mu);
   p.live.push_back(Block{ptr, bytes});
   return ptr;
@@ -140,7 +143,7 @@ void* pool_allocate(size_t bytes) {
 void pool_free(void* ptr, size_t bytes) noexcept {
   if (!ptr) return;
   if (bytes < kPoolMinBytes) {
-    ::operator delete(ptr);
+    aligned_delete(ptr);
     return;
   }
   Pool& p = pool();
@@ -167,7 +170,7 @@ void pool_free(void* ptr, size_t bytes) noexcept {
       }
     }
   }
-  for (void* r : release) ::operator delete(r);
+  for (void* r : release) aligned_delete(r);
 }
 
 void pool_trim() noexcept {
@@ -178,7 +181,7 @@ void pool_trim() noexcept {
     release.swap(p.free_blocks);
     p.free_bytes = 0;
   }
-  for (const Block& b : release) ::operator delete(b.ptr);
+  for (const Block& b : release) aligned_delete(b.ptr);
 }
 
 }  // namespace detail
