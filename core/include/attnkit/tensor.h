@@ -36,8 +36,8 @@ struct TensorView {
 };
 
 // Where attnkit's own buffers (KV caches, presents, outputs) start, and where a caller's caches should: on a 64-byte
-// cache line, so no row of a cache that rows of whole lines make up straddles two lines. malloc returns large blocks
-// 16 bytes past a page boundary, where every 64-byte load of an AVX512 kernel splits across two lines (decode
+// cache line, so that rows whose size is a multiple of 64 bytes never straddle two lines. malloc returns large
+// blocks 16 bytes past a page boundary, where every 64-byte load of an AVX512 kernel splits across two lines (decode
 // T=4096, fp32 cache, one thread, warm: 796 against 602 us aligned, bench/RESULTS.md).
 constexpr size_t kTensorAlignment = 64;
 
