@@ -50,7 +50,8 @@ int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* in
  * the caches, [B, Nk, capacity, H], and must be writable: the new rows are written into them at
  * [seqlens_k + 1 - S, seqlens_k + 1) and nothing else is copied, so the caches hold present_key/present_value
  * afterwards. The result holds "output" (and "output_qk" when requested); the present names may be requested
- * and are then the caches. Codes as attnkit_run. */
+ * and are then the caches. Codes as attnkit_run. Caches allocated on 64-byte boundaries (aligned_alloc) are read
+ * whole lines at a time; a plain malloc block splits the wide loads of an fp32 cache's rows (attnkit/tensor.h). */
 int attnkit_run_gqa_in_place(const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
                              const char* outputs_csv, int threads, const char* path, attnkit_result** result);
 
