@@ -368,6 +368,16 @@ struct Vec128 {
     const V u = simde_wasm_v128_xor(simde_wasm_u16x8_load8x8(row + d), simde_wasm_i16x8_splat(0x80));
     bytes_to_float(u, 128.0f, lo, hi);
   }
+  // 8 bytes zero-extended to int16 lanes, which LLVM must not see through: it narrows a shift of zero-extended
+  // bytes (the high nibbles) into i8x16.shr_u and a byte shuffle, which V8 lowers to about 8 x64 instructions,
+  // constants rebuilt in the loop, where i16x8.shr_u is one.
+  static V bytes_u16(const uint8_t* p) {
+    V x = simde_wasm_u16x8_load8x8(p);
+#if defined(__wasm__)
+    __asm__("" : "+r"(x));
+#endif
+    return x;
+  }
   static void load8(S4, const uint8_t* row, size_t d, V& lo, V& hi) {
     const V x = simde_wasm_u16x8_extend_low_u8x16(simde_wasm_v128_load32_zero(row + d / 2));
     const V even = simde_wasm_v128_and(x, simde_wasm_i16x8_splat(0x0f)), odd = simde_wasm_u16x8_shr(x, 4);
@@ -376,13 +386,13 @@ struct Vec128 {
   // 8 bytes, 16 nibbles: the even elements (low nibbles) and the odd ones (high nibbles), each minus 8; 11
   // instructions where two load8 calls take 18 (no unpack back into element order).
   static void nibbles16(const uint8_t* p, V (&even)[2], V (&odd)[2]) {
-    const V x = simde_wasm_u16x8_load8x8(p);
+    const V x = bytes_u16(p);
     bytes_to_float(simde_wasm_v128_and(x, simde_wasm_i16x8_splat(0x0f)), 8.0f, even[0], even[1]);
     bytes_to_float(simde_wasm_u16x8_shr(x, 4), 8.0f, odd[0], odd[1]);
   }
   // 8 bytes: their 8 low nibbles (the even elements) or their 8 high ones (the odd elements), each minus 8.
   static void nibbles8(const uint8_t* p, bool high, V (&out)[2]) {
-    const V x = simde_wasm_u16x8_load8x8(p);
+    const V x = bytes_u16(p);
     bytes_to_float(high ? simde_wasm_u16x8_shr(x, 4) : simde_wasm_v128_and(x, simde_wasm_i16x8_splat(0x0f)), 8.0f,
                    out[0], out[1]);
   }
