@@ -270,6 +270,31 @@ TEST(KernelSvGemm, DecodeBlocksKeepTheBitsOfShortBlocks) {
       }
 }
 
+// Rows are cut into register tiles of several sizes (AVX512: 7 rows as 4 + 3); each output row keeps its chain of
+// multiply-adds over the keys in any tile, so an M-row call gives every row the bits of that row alone.
+TEST(KernelSvGemm, RowsKeepTheirBitsInAnyTile) {
+  std::mt19937 rng(17);
+  for (CacheElem e : kAllElems)
+    for (size_t H : {72, 128})
+      for (size_t N : {37, 600})
+        for (size_t M : {5, 7, 8, 13}) {
+          const size_t ld = ref::cache_row_bytes(e, H);
+          Guarded V(N * ld), P(M * N * 4);
+          fill_cache(e, N, H, ld, V.as<uint8_t>(), rng);
+          fill_floats(P.as<float>(), M * N, rng, 0.0f, 1.0f);
+          for (const KernelTable* t : tables()) {
+            std::vector<float> all(M * H), one(H);
+            sv_fn(*t, e)(M, N, H, P.as<float>(), N, V.as<uint8_t>(), ld, all.data(), H, false);
+            for (size_t i = 0; i < M; ++i) {
+              sv_fn(*t, e)(1, N, H, P.as<float>() + i * N, N, V.as<uint8_t>(), ld, one.data(), H, false);
+              ASSERT_EQ(0, std::memcmp(all.data() + i * H, one.data(), H * 4))
+                  << t->isa << " " << ref::cache_elem_name(e) << " M=" << M << " row " << i << " N=" << N
+                  << " H=" << H;
+            }
+          }
+        }
+}
+
 // The f16_finite forms read rows known to hold no inf or NaN (a GqaKvCache's checked past) and must give the f16
 // kernels' bits on them: every finite pattern through the packer, and direct QK and SV (overwriting and
 // accumulating) over random finite patterns, subnormals and 65504 included, at tile and streamed decode shapes.

@@ -212,6 +212,7 @@ void qk_key_lanes(size_t M, size_t N, size_t H, const float* Q, size_t ldq, cons
       out[mb++] = C + i * ldc;
     }
     for (int r = 0; r < mb; ++r) pack_lane_digits<kS4>(limbs[r][0], limbs[r][1], H, r, mb, digits);
+    static_assert(kLaneMaxRows == 4, "the switch below dispatches 1 to 4 rows");
     switch (mb) {
       case 1: lane_rows<kS4, 1>(N, H, q, base, ldk, out); break;
       case 2: lane_rows<kS4, 2>(N, H, q, base, ldk, out); break;
