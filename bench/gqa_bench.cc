@@ -127,16 +127,16 @@ constexpr double kColdBytes = 160.0 * (1 << 20);
 
 // args: T (cached tokens + 1), cache kind, threads, mode (0 naive stateless, 1 flash stateless, 2 in
 // place, 3 in place over cold layers)
-void BM_GQA_Decode(benchmark::State& state, int64_t N, int64_t Nk) {
+void BM_GQA_Decode(benchmark::State& state, int64_t N, int64_t Nk, int64_t H = 128) {
   const int64_t T = state.range(0);
   const CacheKind kind = static_cast<CacheKind>(state.range(1));
   const int mode = static_cast<int>(state.range(3));
-  const double kv_bytes = cache_bytes_per_token(Nk, 128, kind) * static_cast<double>(T);
+  const double kv_bytes = cache_bytes_per_token(Nk, H, kind) * static_cast<double>(T);
   const size_t layers = mode == 3 ? static_cast<size_t>(kColdBytes / kv_bytes) + 1 : 1;
   std::vector<std::unique_ptr<Problem>> problems;
   for (size_t l = 0; l < layers; ++l) {
     problems.push_back(std::make_unique<Problem>());
-    make_problem(problems.back().get(), N, Nk, 128, 1, T - 1, kind, mode >= 2 ? T : T - 1);
+    make_problem(problems.back().get(), N, Nk, H, 1, T - 1, kind, mode >= 2 ? T : T - 1);
   }
   RunOptions options;
   options.threads = static_cast<int>(state.range(2));
@@ -161,6 +161,8 @@ void BM_GQA_FlashDecoding_4x4(benchmark::State& state) { BM_GQA_Decode(state, 4,
 void BM_GQA_Decode_32x8(benchmark::State& state) { BM_GQA_Decode(state, 32, 8); }
 // 8 query heads per KV head (Llama 3 70B): the limb QK's direct/packed crossover.
 void BM_GQA_Decode_64x8(benchmark::State& state) { BM_GQA_Decode(state, 64, 8); }
+// 7 query heads per KV head at H = 64 (Qwen2.5 0.5B): row tiles of 4 + 3, short rows.
+void BM_GQA_Decode_14x2_H64(benchmark::State& state) { BM_GQA_Decode(state, 14, 2, 64); }
 
 BENCHMARK(report_host)->Name("host_limits")->Iterations(1);
 BENCHMARK(BM_GQA_Prefill)
@@ -184,6 +186,11 @@ BENCHMARK(BM_GQA_Decode_32x8)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK(BM_GQA_Decode_64x8)
+    ->ArgNames({"T", "cache", "threads", "mode"})
+    ->ArgsProduct({{4096}, {kF32, kI8, kI4}, {1, 2}, {2, 3}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_GQA_Decode_14x2_H64)
     ->ArgNames({"T", "cache", "threads", "mode"})
     ->ArgsProduct({{4096}, {kF32, kI8, kI4}, {1, 2}, {2, 3}})
     ->Unit(benchmark::kMicrosecond)
