@@ -270,27 +270,34 @@ TEST(KernelSvGemm, DecodeBlocksKeepTheBitsOfShortBlocks) {
       }
 }
 
-// Rows are cut into register tiles of several sizes (AVX512: 7 rows as 4 + 3); each output row keeps its chain of
-// multiply-adds over the keys in any tile, so an M-row call gives every row the bits of that row alone.
-TEST(KernelSvGemm, RowsKeepTheirBitsInAnyTile) {
+// Rows and columns are cut into register tiles of several sizes (AVX512: 7 rows as 4 + 3; H = 96 as one tile of 6
+// vectors, int4 of 3 byte vectors); each output keeps its chain of multiply-adds over the keys in any tile, so an
+// M-row call gives every row the bits of that row alone, and a call over all H columns those of calls over slices.
+TEST(KernelSvGemm, OutputsKeepTheirBitsInAnyTile) {
   std::mt19937 rng(17);
   for (CacheElem e : kAllElems)
-    for (size_t H : {72, 128})
+    for (size_t H : {72, 96, 128})
       for (size_t N : {37, 600})
-        for (size_t M : {5, 7, 8, 13}) {
+        for (size_t M : {1, 5, 7, 8, 13}) {
           const size_t ld = ref::cache_row_bytes(e, H);
           Guarded V(N * ld), P(M * N * 4);
           fill_cache(e, N, H, ld, V.as<uint8_t>(), rng);
           fill_floats(P.as<float>(), M * N, rng, 0.0f, 1.0f);
           for (const KernelTable* t : tables()) {
-            std::vector<float> all(M * H), one(H);
+            const auto where = [&] { return std::string(t->isa) + " " + ref::cache_elem_name(e) + " M=" +
+                                            std::to_string(M) + " N=" + std::to_string(N) + " H=" + std::to_string(H); };
+            std::vector<float> all(M * H), part(M * H);
             sv_fn(*t, e)(M, N, H, P.as<float>(), N, V.as<uint8_t>(), ld, all.data(), H, false);
             for (size_t i = 0; i < M; ++i) {
-              sv_fn(*t, e)(1, N, H, P.as<float>() + i * N, N, V.as<uint8_t>(), ld, one.data(), H, false);
-              ASSERT_EQ(0, std::memcmp(all.data() + i * H, one.data(), H * 4))
-                  << t->isa << " " << ref::cache_elem_name(e) << " M=" << M << " row " << i << " N=" << N
-                  << " H=" << H;
+              sv_fn(*t, e)(1, N, H, P.as<float>() + i * N, N, V.as<uint8_t>(), ld, part.data(), H, false);
+              ASSERT_EQ(0, std::memcmp(all.data() + i * H, part.data(), H * 4)) << where() << " row " << i;
             }
+            for (size_t d = 0; d < H; d += 32) {  // column slices of 32 (the last of H mod 32)
+              const size_t w = std::min<size_t>(32, H - d);
+              const size_t offset = ref::cache_row_bytes(e, d);
+              sv_fn(*t, e)(M, N, w, P.as<float>(), N, V.as<uint8_t>() + offset, ld, part.data() + d, H, false);
+            }
+            ASSERT_EQ(0, std::memcmp(all.data(), part.data(), M * H * 4)) << where() << " column slices";
           }
         }
 }
