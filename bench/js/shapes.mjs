@@ -116,8 +116,11 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
       process.stderr.write(`bench ${c.name} threads=${threads}\n`);
       const native = [], ort = [], ratios = [];
       let isa = '?';
+      // A decode step's first calls in a fresh process run up to 2.5x slower (page faults, the pool's threads starting):
+      // 2 untimed calls left the 2-thread Qwen2.5 step at 0.27 ms where it runs 0.08. Both sides warm up alike.
+      const warmup = (c.inputs.query ?? c.inputs.input).shape[1] === 1 ? 20 : 2;  // GQA query, QAttention input
       for (let round = 0; round < rounds; round++) {
-        const n = await benchNative(c, { iters, warmup: 2, threads, ...(cli ? { cli } : {}) });
+        const n = await benchNative(c, { iters, warmup, threads, ...(cli ? { cli } : {}) });
         if (n.error) {
           process.stderr.write(`  attnkit failed: ${n.error}\n`);
           break;
@@ -125,7 +128,7 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
         isa = n.isa;
         let ortMs = NaN;
         try {
-          ortMs = (await runOrt(withoutQkNorm(c), { backend: 'node', threads, repeat: iters })).timeMs;
+          ortMs = (await runOrt(withoutQkNorm(c), { backend: 'node', threads, repeat: iters, warmup })).timeMs;
           await new Promise((resolve) => setTimeout(resolve, ORT_SPIN_PAUSE_MS));
         } catch (err) {
           process.stderr.write(`  ORT failed: ${err.message.split('\n')[0]}\n`);
