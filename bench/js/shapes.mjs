@@ -116,9 +116,10 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
       process.stderr.write(`bench ${c.name} threads=${threads}\n`);
       const native = [], ort = [], ratios = [];
       let isa = '?';
-      // A decode step's first calls in a fresh process run up to 2.5x slower (page faults, the pool's threads starting):
-      // 2 untimed calls left the 2-thread Qwen2.5 step at 0.27 ms where it runs 0.08. Both sides warm up alike.
-      const warmup = (c.inputs.query ?? c.inputs.input).shape[1] === 1 ? 20 : 2;  // GQA query, QAttention input
+      // Both sides' first calls run slower (page faults, arenas and thread pools growing): after 2 untimed calls ORT's
+      // fp32 prefill S=T=2048 took 184-247 ms where it runs at 134-140 after 8, its Qwen2.5 decode step 17-19 ms where
+      // it runs at 1.0-1.6 after 20, and attnkit's two-thread Qwen2.5 step 0.27 ms where it runs at 0.08.
+      const warmup = (c.inputs.query ?? c.inputs.input).shape[1] === 1 ? 20 : 8;  // GQA query, QAttention input
       for (let round = 0; round < rounds; round++) {
         const n = await benchNative(c, { iters, warmup, threads, ...(cli ? { cli } : {}) });
         if (n.error) {
