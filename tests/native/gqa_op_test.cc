@@ -179,11 +179,18 @@ void check_point(const GridPoint& g, uint64_t seed) {
   GqaOutputShapes shapes;
   ASSERT_TRUE(gqa_output_shapes(in, c.attrs, c.request, &shapes).ok());
 
-  const AttentionPath paths[] = {AttentionPath::kNaive, AttentionPath::kFlash};
-  for (AttentionPath path : paths) {
-    SCOPED_TRACE(path == AttentionPath::kNaive ? "naive" : "flash");
+  // Flash twice: with the planner's block (up to 512 keys, so one block for most of the grid) and with 32-key
+  // blocks, whose boundaries every prompt here crosses (the running max and sum carried between blocks).
+  const struct {
+    AttentionPath path;
+    int block_keys;
+    const char* name;
+  } runs[] = {{AttentionPath::kNaive, 0, "naive"}, {AttentionPath::kFlash, 0, "flash"},
+              {AttentionPath::kFlash, 32, "flash, 32-key blocks"}};
+  for (const auto& run : runs) {
+    SCOPED_TRACE(run.name);
     GqaOutputs one, three;
-    ASSERT_NO_FATAL_FAILURE(run_one_and_three_threads(in, c.attrs, c.request, path, &one, &three));
+    ASSERT_NO_FATAL_FAILURE(run_one_and_three_threads(in, c.attrs, c.request, run.path, &one, &three, run.block_keys));
     EXPECT_TRUE(same_bytes(one.present_key, three.present_key));
     EXPECT_TRUE(same_bytes(one.output_qk, three.output_qk)) << "output_qk differs between 1 and 3 threads";
 
@@ -222,6 +229,22 @@ TEST(GqaOp, PromptsSpanSeveralFlashTasks) {
   for (const GridPoint& g : points) {
     SCOPED_TRACE(g.name);
     check_point(g, seed++);
+  }
+}
+
+TEST(GqaOp, FlashBlockKeysMustBeAMultipleOf16) {
+  const CacheKind none{"NONE", 0};
+  GqaCase c = build({1, 40, 0, 4, 2, 64, kPlain, DType::kFloat32, none, "S40"}, 5);
+  GqaInputs in = c.inputs();
+  for (int keys : {-16, 24, 65552}) {
+    RunOptions options;
+    options.flash_block_keys = keys;
+    GqaOutputs out;
+    const Status st = group_query_attention(in, c.attrs, c.request, &out, options);
+    ASSERT_FALSE(st.ok()) << keys;
+    EXPECT_NE(st.message().find("flash_block_keys = " + std::to_string(keys) + " must be 0 or a multiple of 16"),
+              std::string::npos)
+        << st.message();
   }
 }
 

@@ -103,9 +103,11 @@ inline bool same_bytes(const Tensor& a, const Tensor& b) {
 // The stateless op on `path` with 1 and with 3 threads: both must run, with the same output bits (results do not
 // depend on the thread count). Call through ASSERT_NO_FATAL_FAILURE.
 inline void run_one_and_three_threads(const GqaInputs& in, const GqaAttributes& attrs, const GqaRequest& request,
-                                      AttentionPath path, GqaOutputs* one, GqaOutputs* three) {
+                                      AttentionPath path, GqaOutputs* one, GqaOutputs* three,
+                                      int flash_block_keys = 0) {
   RunOptions options;
   options.path = path;
+  options.flash_block_keys = flash_block_keys;
   options.threads = 1;
   const Status st = group_query_attention(in, attrs, request, one, options);
   ASSERT_TRUE(st.ok()) << st.message();

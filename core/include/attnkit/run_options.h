@@ -1,6 +1,6 @@
 // attnkit: per-call execution options shared by both operators.
-// Numbers never depend on them except `path`-independent summation order (flash vs naive) and the
-// opt-in approximate VNNI query quantization; threads only change speed (results are bit-identical).
+// Threads only change speed (results are bit-identical); the path and the flash block change the order of the
+// softmax sums (results within the accuracy bound); the VNNI query quantization is an opt-in approximation.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -13,6 +13,10 @@ struct RunOptions {
   int threads = 0;                        // 0: all threads of the pool (hardware concurrency)
   AttentionPath path = AttentionPath::kAuto;
   size_t* peak_scratch_bytes = nullptr;   // when set, receives the scratch high-water mark of the call
+  // GroupQueryAttention prompts (S > 1) on the flash path: keys per online-softmax block, a multiple of 16 up to
+  // 65536. 0 lets the planner choose by head size (the fastest measured); the tests set small blocks so that short
+  // sequences cross block boundaries.
+  int flash_block_keys = 0;
 };
 
 // Parses "auto" | "naive" | "flash".

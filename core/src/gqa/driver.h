@@ -25,7 +25,8 @@ struct GqaTiling {
   size_t shared_floats = 0;  // split-KV partials, in floats
 };
 
-GqaTiling plan_gqa(const GqaProblem& p, bool flash);
+// block_keys > 0 (RunOptions::flash_block_keys) replaces the planner's key block for prompts.
+GqaTiling plan_gqa(const GqaProblem& p, bool flash, int64_t block_keys = 0);
 // Score rows from which a flash tile packs each K block into fp32 panels instead of reading K directly.
 int64_t packed_qk_min_rows(DType cache);
 // Bytes of scratch a call allocates with this plan on `threads` threads (excluding the outputs, but

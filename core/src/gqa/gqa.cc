@@ -231,7 +231,7 @@ bool gqa_uses_flash(const GqaProblem& p, AttentionPath path) {
   return path != AttentionPath::kNaive;
 }
 
-GqaTiling plan_gqa(const GqaProblem& p, bool flash) {
+GqaTiling plan_gqa(const GqaProblem& p, bool flash, int64_t block_keys) {
   GqaTiling t;
   t.flash = flash;
   const int64_t H = p.head_size, G = p.group;
@@ -244,8 +244,15 @@ GqaTiling plan_gqa(const GqaProblem& p, bool flash) {
   // the causal diagonal costs little because flash_rows trims each row segment.
   t.query_rows = flash ? std::max<int64_t>(1, std::min<int64_t>(p.seq, std::max<int64_t>(1, 384 / G))) : p.seq;
   t.task_rows = G * t.query_rows;
-  // 128 keys x H=128 fp32 = 64 KiB of packed K panels per block: fits L2 next to the Q/O tiles.
-  t.kv_block = 128;
+  // Key blocks of 512 up to H = 128, and fewer keys at larger heads, so the packed K panels stay at 256 KiB. Each
+  // block costs every row a softmax pass and a rescale of its output row, about 5% of a prompt at 128 keys: S=T=2048
+  // fp32, N=16, Nk=8, one thread, four alternating rounds, blocks of 128 / 256 / 512 / 1024 keys ran 103-105 /
+  // 99-103 / 97-100 / 97-102 ms on AVX512 and 180-186 / 181-186 / 179-181 on AVX2; int8 113 -> 95-100. At H = 256
+  // (N=8, Nk=4, S=T=1024) 256 keys ran 25-27 ms and 512 27-28. wasm, the same shapes: within 1-3% either way.
+  constexpr int64_t kPanelFloats = 64 << 10, kMaxBlock = 512, kMinBlock = 128;
+  t.kv_block = kMinBlock;
+  while (t.kv_block < kMaxBlock && 2 * t.kv_block * H <= kPanelFloats) t.kv_block *= 2;
+  if (block_keys > 0) t.kv_block = block_keys;
   t.panel_keys = t.kv_block;
   const int64_t max_total = p.total_len.empty() ? 0 : *std::max_element(p.total_len.begin(), p.total_len.end());
   if (flash && p.seq == 1) {
@@ -352,7 +359,13 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
     load_float_row(kt, inputs.k_norm_weight->data, p.dtype, 0, p.k_norm_weight.size(), p.k_norm_weight.data());
   }
   const int threads = resolve_threads(options.threads);
-  const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, options.path));
+  constexpr int kMaxBlockKeys = 65536;
+  if (options.flash_block_keys < 0 || options.flash_block_keys > kMaxBlockKeys ||
+      options.flash_block_keys % static_cast<int>(kQkPanelKeys) != 0)
+    return Status::Error("flash_block_keys = " + std::to_string(options.flash_block_keys) +
+                         " must be 0 or a multiple of " + std::to_string(kQkPanelKeys) + " up to " +
+                         std::to_string(kMaxBlockKeys));
+  const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, options.path), options.flash_block_keys);
   const auto out_of_memory = [&] {
     return Status::Error("out of memory: GroupQueryAttention needs " +
                          std::to_string(gqa_scratch_bytes(p, tiling, threads)) + " bytes of scratch");
