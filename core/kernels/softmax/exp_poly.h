@@ -1,6 +1,6 @@
-// attnkit: the one exp / tanh algorithm every ISA implements (scalar here; SIMD files mirror it step
-// by step). Every step is a plain IEEE mul, add or sub (no FMA) and n is rounded to nearest even, so
-// scalar, AVX2, AVX512, NEON and wasm give the same bits; Cephes-style, max error about 1 ulp.
+// attnkit: the exp / tanh algorithms every ISA implements (scalar here; SIMD files mirror them step
+// by step). Every step is a plain IEEE mul, add or sub (no FMA), or an exact scaling by 2^n, and n is
+// rounded to nearest even, so scalar, AVX2, AVX512, NEON and wasm give the same bits.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -24,6 +24,14 @@ constexpr float kP3 = 4.1665795894e-2f;
 constexpr float kP4 = 1.6666665459e-1f;
 constexpr float kP5 = 5.0000001201e-1f;
 
+// exp_at_most_zero: 2^f = 1 + f * (kE0 f^5 + ... + kE5) on |f| <= 1/2 (Cephes exp2f's minimax polynomial).
+constexpr float kE0 = 1.535336188319500e-4f;
+constexpr float kE1 = 1.339887440266574e-3f;
+constexpr float kE2 = 9.618437357674640e-3f;
+constexpr float kE3 = 5.550332471162809e-2f;
+constexpr float kE4 = 2.402264791363012e-1f;
+constexpr float kE5 = 6.931472028550421e-1f;
+
 // tanh: for |x| < kTanhSmall an odd polynomial (no cancellation near 0), else 1 - 2 / (exp(2|x|) + 1).
 constexpr float kTanhSmall = 0.625f;
 constexpr float kT0 = -5.70498872745e-3f;
@@ -32,6 +40,7 @@ constexpr float kT2 = -5.37397155531e-2f;
 constexpr float kT3 = 1.33314422036e-1f;
 constexpr float kT4 = -3.33332819422e-1f;
 
+// Max error about 1 ulp (0.82 over every 97th float in [-87.3, 0]); tanh's exp.
 inline float exp(float x) {
   if (!(x >= kLow)) return std::isnan(x) ? x : 0.0f;
   float xc = x < kHigh ? x : kHigh;
@@ -48,6 +57,30 @@ inline float exp(float x) {
   p = p * r2 + r;
   p = p + 1.0f;
   uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
+  float pow2;
+  std::memcpy(&pow2, &bits, 4);
+  return p * pow2;
+}
+
+// Softmax's exp, of d = x - max <= 0 (or NaN): t = d log2(e), n = round(t), and 2^(t - n) (t - n is exact) by a
+// polynomial, times 2^n. Without exp's split-ln2 reduction (and on AVX512 with the scaling by 2^n in one
+// vscalefps) exp_sum takes 19 vector operations instead of 26: 0.212 -> 0.174 ns per element on AVX512 (L1 rows),
+// where it was 7% of a 2048-token prompt. The rounding of t adds a relative error of |d| u (u = 2^-24): within
+// 1.34 (|d| + 1) u over every 97th float in [-87.3, 0], so each probability e^d <= 1 is within 1.34 u absolute
+// (exp: 0.82 u).
+inline float exp_at_most_zero(float d) {
+  if (!(d >= kLow)) return std::isnan(d) ? d : 0.0f;
+  const float t = d * kLog2e;
+  const float n = std::nearbyint(t);
+  const float f = t - n;
+  float p = kE0;
+  p = p * f + kE1;
+  p = p * f + kE2;
+  p = p * f + kE3;
+  p = p * f + kE4;
+  p = p * f + kE5;
+  p = p * f + 1.0f;
+  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
   float pow2;
   std::memcpy(&pow2, &bits, 4);
   return p * pow2;

@@ -15,7 +15,7 @@ float reduce_max_scalar(const float* x, size_t n) {
 float exp_sum_scalar(float* x, size_t n, float max) {
   float sum = 0.0f;
   for (size_t i = 0; i < n; ++i) {
-    x[i] = exp_poly::exp(x[i] - max);
+    x[i] = exp_poly::exp_at_most_zero(x[i] - max);
     sum += x[i];
   }
   return sum;

@@ -82,6 +82,7 @@ struct Vec128 {
     const Vi e = simde_vshlq_n_s32(simde_vaddq_s32(simde_vcvtq_s32_f32(n), simde_vdupq_n_s32(127)), 23);
     return simde_vreinterpretq_f32_s32(e);
   }
+  static V scale_by_pow2(V p, V n) { return mul(p, pow2_of_int_valued(n)); }  // n integer-valued in [-126, 127]
   static float hmax(V v) { return simde_vmaxvq_f32(v); }
   static float hsum(V v) { return simde_vaddvq_f32(v); }
   static V bits(Vi v) { return simde_vreinterpretq_f32_s32(v); }
@@ -259,6 +260,7 @@ struct Vec128 {
     const V biased = simde_wasm_f32x4_add(n, simde_wasm_f32x4_splat(12582912.0f));
     return simde_wasm_i32x4_shl(simde_wasm_i32x4_add(biased, simde_wasm_i32x4_splat(127)), 23);
   }
+  static V scale_by_pow2(V p, V n) { return mul(p, pow2_of_int_valued(n)); }  // n integer-valued in [-126, 127]
   static float hmax(V v) {
     float l[4];
     store(l, v);

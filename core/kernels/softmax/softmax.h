@@ -1,5 +1,5 @@
 // attnkit kernel family softmax: the row operations of the (online) softmax.
-// exp is a shared polynomial with < 2 ulp error on every ISA, so native and wasm results stay close.
+// exp is a shared polynomial (exp_poly.h) with the same bits on every ISA, so native and wasm results agree.
 #pragma once
 #include <cstddef>
 

@@ -1,5 +1,5 @@
 // attnkit: softmax row kernels over a vector traits type (Vec256/Vec512 in x86_vec.h, Vec128 in
-// simd128_vec.h); the including file includes its traits first. exp and tanh repeat
+// simd128_vec.h); the including file includes its traits first. exp, softmax's exp and tanh repeat
 // exp_poly.h step by step (no FMA, n rounded to nearest even), so the elements equal the scalar bits;
 // tails use the scalar functions themselves.
 #pragma once
@@ -20,16 +20,14 @@ inline void for_each_index(std::index_sequence<I...>, F&& f) {
 
 // exp of N vectors in lockstep: each step is issued for all N before the next, so N independent
 // chains of ~25 dependent ops overlap (one chain at a time leaves the FP pipes waiting on latency).
-// The steps are exp_poly::exp's, in its order, per vector. kAtMostZero: every input is <= 0 or NaN
-// (softmax's x - max), so the clamp at kHigh is a no-op and NaN can ride through the arithmetic: one
-// unordered compare replaces the clamp, the range compare and the NaN select, with the same results.
-template <class T, bool kAtMostZero = false, size_t N>
+// The steps are exp_poly::exp's, in its order, per vector.
+template <class T, size_t N>
 inline void exp_vecs(typename T::V (&x)[N]) {
   using V = typename T::V;
   namespace ep = exp_poly;
   const auto each = [](auto&& f) { for_each_index(std::make_index_sequence<N>{}, f); };
   V xc[N], n[N], r[N], r2[N], p[N];
-  each([&](size_t i) { xc[i] = kAtMostZero ? x[i] : T::min(x[i], T::set1(ep::kHigh)); });
+  each([&](size_t i) { xc[i] = T::min(x[i], T::set1(ep::kHigh)); });
   each([&](size_t i) { n[i] = T::round_even(T::mul(xc[i], T::set1(ep::kLog2e))); });
   each([&](size_t i) { r[i] = T::sub(xc[i], T::mul(n[i], T::set1(ep::kLn2Hi))); });
   each([&](size_t i) { r[i] = T::sub(r[i], T::mul(n[i], T::set1(ep::kLn2Lo))); });
@@ -43,19 +41,30 @@ inline void exp_vecs(typename T::V (&x)[N]) {
   // Out of range: 0 below kLow (and for -inf), NaN stays NaN.
   each([&](size_t i) {
     const V y = T::mul(p[i], T::pow2_of_int_valued(n[i]));
-    if constexpr (kAtMostZero) {
-      x[i] = T::zero_unless(T::not_lt(x[i], T::set1(ep::kLow)), y);  // NaN: y is NaN
-    } else {
-      x[i] = T::select(T::is_nan(x[i]), x[i], T::zero_unless(T::ge(x[i], T::set1(ep::kLow)), y));
-    }
+    x[i] = T::select(T::is_nan(x[i]), x[i], T::zero_unless(T::ge(x[i], T::set1(ep::kLow)), y));
   });
 }
 
-template <class T>
-inline typename T::V exp_vec(typename T::V x) {
-  typename T::V v[1] = {x};
-  exp_vecs<T>(v);
-  return v[0];
+// exp_poly::exp_at_most_zero of N vectors in lockstep (as exp_vecs), its steps in its order. Every input is <= 0
+// or NaN, so NaN rides through the arithmetic and one unordered compare zeroes what lies below kLow (and -inf).
+template <class T, size_t N>
+inline void exp_at_most_zero_vecs(typename T::V (&x)[N]) {
+  using V = typename T::V;
+  namespace ep = exp_poly;
+  const auto each = [](auto&& f) { for_each_index(std::make_index_sequence<N>{}, f); };
+  V n[N], f[N], p[N];
+  each([&](size_t i) { f[i] = T::mul(x[i], T::set1(ep::kLog2e)); });
+  each([&](size_t i) { n[i] = T::round_even(f[i]); });
+  each([&](size_t i) { f[i] = T::sub(f[i], n[i]); });
+  each([&](size_t i) { p[i] = T::add(T::mul(T::set1(ep::kE0), f[i]), T::set1(ep::kE1)); });
+  each([&](size_t i) { p[i] = T::add(T::mul(p[i], f[i]), T::set1(ep::kE2)); });
+  each([&](size_t i) { p[i] = T::add(T::mul(p[i], f[i]), T::set1(ep::kE3)); });
+  each([&](size_t i) { p[i] = T::add(T::mul(p[i], f[i]), T::set1(ep::kE4)); });
+  each([&](size_t i) { p[i] = T::add(T::mul(p[i], f[i]), T::set1(ep::kE5)); });
+  each([&](size_t i) { p[i] = T::add(T::mul(p[i], f[i]), T::set1(1.0f)); });
+  each([&](size_t i) {
+    x[i] = T::zero_unless(T::not_lt(x[i], T::set1(ep::kLow)), T::scale_by_pow2(p[i], n[i]));  // NaN: stays NaN
+  });
 }
 
 // tanh of N vectors in lockstep, as exp_vecs and for the same reason: one vector alone is a chain of ~45 dependent
@@ -111,20 +120,21 @@ float exp_sum_simd(float* x, size_t n, float max) {
   for (; i + kGroup * T::W <= n; i += kGroup * T::W) {
     V e[kGroup];
     for (size_t g = 0; g < kGroup; ++g) e[g] = T::sub(T::load(x + i + g * T::W), mv);
-    exp_vecs<T, true>(e);
+    exp_at_most_zero_vecs<T>(e);
     for (size_t g = 0; g < kGroup; ++g) {
       T::store(x + i + g * T::W, e[g]);
       s[g] = T::add(s[g], e[g]);
     }
   }
   for (; i + T::W <= n; i += T::W) {
-    const V e0 = exp_vec<T>(T::sub(T::load(x + i), mv));
-    T::store(x + i, e0);
-    s[0] = T::add(s[0], e0);
+    V e[1] = {T::sub(T::load(x + i), mv)};
+    exp_at_most_zero_vecs<T>(e);
+    T::store(x + i, e[0]);
+    s[0] = T::add(s[0], e[0]);
   }
   float sum = T::hsum(T::add(T::add(s[0], s[1]), T::add(s[2], s[3])));
   for (; i < n; ++i) {
-    x[i] = exp_poly::exp(x[i] - max);
+    x[i] = exp_poly::exp_at_most_zero(x[i] - max);
     sum += x[i];
   }
   return sum;

@@ -42,6 +42,7 @@ struct Vec256 {
     const Vi e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_castsi256_ps(e);
   }
+  static V scale_by_pow2(V p, V n) { return mul(p, pow2_of_int_valued(n)); }  // n integer-valued in [-126, 127]
   static float hmax(V v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -89,6 +90,8 @@ struct Vec512 {
     const Vi e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
     return _mm512_castsi512_ps(e);
   }
+  // p * 2^n in one rounding, as mul(p, pow2_of_int_valued(n)) is for n in [-126, 127].
+  static V scale_by_pow2(V p, V n) { return _mm512_scalef_ps(p, n); }
   static float hmax(V v) { return _mm512_reduce_max_ps(v); }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
 };
