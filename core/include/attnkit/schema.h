@@ -28,7 +28,8 @@ Status gqa_output_shapes(const GqaInputs& inputs, const GqaAttributes& attrs, co
                          GqaOutputShapes* shapes);
 
 // Scratch bytes group_query_attention will allocate for this call (outputs excluded; a present cache
-// built internally because it was not requested is included). threads = 0 means the pool's default.
+// built internally because it was not requested is included). threads = 0 means the pool's default; the flash
+// blocks are the planner's (RunOptions::flash_block_keys = 0).
 Status gqa_peak_scratch_bytes(const GqaInputs& inputs, const GqaAttributes& attrs,
                               const GqaRequest& request, AttentionPath path, int threads, size_t* bytes);
 

@@ -93,7 +93,7 @@ struct AttentionContext {
 struct Scratch {
   float* q_tile;   // M x H query rows (per-channel K scales folded in)
   float* o_tile;   // M x H output accumulator
-  float* scores;   // M x span
+  float* scores;   // score_rows x span
   float* row_max;  // M
   float* row_sum;  // M
   float* panels;   // packed K block
@@ -110,7 +110,7 @@ Scratch carve(const GqaTiling& t, int64_t H, ScratchFloats& buf) {
   float* at = buf.data();
   s.q_tile = at; at += M * H;
   s.o_tile = at; at += M * H;
-  s.scores = at; at += M * span;
+  s.scores = at; at += static_cast<size_t>(t.score_rows) * span;
   s.row_max = at; at += M;
   s.row_sum = at; at += M;
   s.panels = at; at += static_cast<size_t>(t.panel_keys * H);
@@ -312,23 +312,23 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
 // row tiles (6 rows on AVX512 and AVX2). Each segment multiplies only the keys one of its rows sees, so
 // on the causal diagonal (and at a window's start) the masked corners are skipped, not computed.
 constexpr int64_t kRowSegment = 12;
-// Consecutive segments that see the same keys share one SV call of up to this many rows (their scores, 192 KB
-// at 512-key blocks, stay in L2). wasm, one thread, prefill S=T=512, old and new modules alternating: int8
+// Consecutive segments that see the same keys share one SV call of up to kFlashRunRows rows (their scores stay in
+// L2). wasm, one thread, prefill S=T=512, old and new modules alternating: int8
 // 34.2-35.0 -> 32.7-33.6 ms, int4 35.9-36.7 -> 33.6-34.3 (V is converted to fp32 once per call there, so
 // once per run instead of once per 12 rows); 48-row runs gained half as much, 384-row runs no more. Native:
 // no change the noise resolved.
-constexpr int64_t kSvRunRows = 96;
+static_assert(kFlashRunRows % kRowSegment == 0, "a run is whole segments");
 
 // Keys [j0, j0 + n) of one segment's rows r0..r1: the online-softmax update of those rows. Their score
-// rows at s.scores + r*span hold alpha * q.k for block keys [k0, k1) (relative to j0), the union of the
+// rows at scores + (r - r0)*span hold alpha * q.k for block keys [k0, k1) (relative to j0), the union of the
 // rows' visible keys; each row's masked keys inside it become probability 0 for the SV product.
 void flash_segment_softmax(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t r0, int64_t r1,
-                           int64_t j0, int64_t n, int64_t k0, int64_t k1) {
+                           int64_t j0, int64_t n, int64_t k0, int64_t k1, float* scores) {
   const GqaProblem& p = c.p;
   const int64_t H = p.head_size, nq = tile.rows();
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t i = tile.i0 + r % nq, h = tile.g * p.group + r / nq;
-    float* row = s.scores + r * s.span;
+    float* row = scores + (r - r0) * s.span;
     int64_t lo, hi;
     p.visible_keys(tile.b, i, &lo, &hi);
     const int64_t a = std::max(lo, j0), e = std::min(hi, j0 + n);
@@ -388,13 +388,13 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
       for (size_t at = 0; at < static_cast<size_t>(n) * c.row_bytes; at += 64) __builtin_prefetch(v + at, 0, 2);
       pack_keys(c, s, tile.b, j0, n, k);
     }
-    // SV runs once per run of segments (kSvRunRows): every output is the same chain over the same keys, so the
-    // bits do not depend on how rows are grouped.
+    // SV runs once per run of segments (kFlashRunRows), whose scores are held from s.scores on: every output is the
+    // same chain over the same keys, so the bits do not depend on how rows are grouped.
     SvRun run;
     const auto flush = [&] {
       if (run.r1 > run.r0)
-        accumulate_values(c, tile.b, j0 + run.k0, run.r1 - run.r0, run.k1 - run.k0, s.scores + run.r0 * s.span + run.k0,
-                          s.span, tile.v + static_cast<size_t>(j0 + run.k0) * c.row_bytes, s.o_tile + run.r0 * H, true);
+        accumulate_values(c, tile.b, j0 + run.k0, run.r1 - run.r0, run.k1 - run.k0, s.scores + run.k0, s.span,
+                          tile.v + static_cast<size_t>(j0 + run.k0) * c.row_bytes, s.o_tile + run.r0 * H, true);
       run = SvRun();
     };
     for (int64_t r0 = 0; r0 < M; r0 += kRowSegment) {
@@ -411,8 +411,12 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
         }
       }
       if (k0 >= k1) continue;  // the whole segment is masked here: its running state stays as is
+      if (run.r1 != r0 || run.k0 != k0 || run.k1 != k1 || r0 - run.r0 >= kFlashRunRows) {
+        flush();
+        run = SvRun{r0, r0, k0, k1};
+      }
       const int64_t rows = r1 - r0;
-      float* scores = s.scores + r0 * s.span;
+      float* scores = s.scores + (r0 - run.r0) * s.span;
       if (packed) {
         // Packed panels start every 16 keys: the segment's first panel holds k0.
         const int64_t p0 = k0 / static_cast<int64_t>(kQkPanelKeys) * static_cast<int64_t>(kQkPanelKeys);
@@ -421,11 +425,7 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
         direct_scores(c, tile.b, j0 + k0, rows, k1 - k0, s.q_tile + r0 * H, k + k0 * c.row_bytes, scores + k0,
                       s.span);
       }
-      flash_segment_softmax(c, s, tile, r0, r1, j0, n, k0, k1);
-      if (run.r1 != r0 || run.k0 != k0 || run.k1 != k1 || r0 - run.r0 >= kSvRunRows) {
-        flush();
-        run = SvRun{r0, r0, k0, k1};
-      }
+      flash_segment_softmax(c, s, tile, r0, r1, j0, n, k0, k1, scores);
       run.r1 = r1;
     }
     flush();

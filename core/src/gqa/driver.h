@@ -10,6 +10,10 @@
 
 namespace attnkit {
 
+// Flash rows share one SV call in runs of up to this many (a multiple of attention.cc's 12-row segments): only one
+// run's scores are held, 192 KiB at 512-key blocks.
+constexpr int64_t kFlashRunRows = 96;
+
 // How the attention work is cut. Depends only on the problem (never on the thread count), so results
 // are bit-identical for any number of threads.
 struct GqaTiling {
@@ -17,6 +21,7 @@ struct GqaTiling {
   int64_t query_rows = 0;    // Br: query positions per task (all G heads of a kv head share a task)
   int64_t task_rows = 0;     // M = G * Br: score rows per task
   int64_t kv_block = 0;      // Bc: keys per flash block
+  int64_t score_rows = 0;    // score rows held at once: a flash SV run (kFlashRunRows) or the naive task's M
   int64_t panel_keys = 0;    // keys of K a worker packs into fp32 panels at once (0: it never packs)
   int64_t kv_chunk = 0;      // split-KV chunk for decoding (S == 1); 0 = no split
   int64_t kv_chunks = 1;     // chunks per (b, kv head) when split
