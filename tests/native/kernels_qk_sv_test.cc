@@ -343,6 +343,55 @@ TEST(KernelQkSvGemm, F16FiniteFormsGiveTheF16Bits) {
       }
 }
 
+// Where a table widens a prompt's V blocks (SvGemmKernels::widen_*), the fp32 SV over the widened rows must give the
+// fused kernel's bits: the conversion is exact and each output is the same chain over the keys.
+TEST(KernelSvGemm, WidenedBlocksGiveTheFusedBits) {
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int> byte(0, 255);
+  size_t checked = 0;
+  for (const KernelTable* t : tables()) {
+    const SvGemmKernels& sv = t->sv;
+    const struct {
+      SvWidenFn widen;
+      SvGemmFn fused;
+      size_t elem_bits;
+      bool half;  // 16-bit floats: finite patterns only (exponent not all ones)
+      const char* name;
+    } forms[] = {{sv.widen_f16, sv.f16, 16, true, "f16"}, {sv.widen_f16_finite, sv.f16_finite, 16, true, "f16 finite"},
+                 {sv.widen_bf16, sv.bf16, 16, true, "bf16"}, {sv.widen_s8, sv.s8, 8, false, "s8"},
+                 {sv.widen_s4, sv.s4, 4, false, "s4"}};
+    for (const auto& f : forms) {
+      if (!f.widen) continue;
+      for (size_t H : {8, 72, 128})
+        for (size_t N : {1, 37, 200})
+          for (size_t M : {5, 12, 30}) {
+            const size_t ldv = H * f.elem_bits / 8;
+            std::vector<uint8_t> V(N * ldv);
+            for (uint8_t& b : V) b = static_cast<uint8_t>(byte(rng));
+            if (f.half) {
+              const uint16_t exponent = f.fused == sv.bf16 ? 0x7f80 : 0x7c00;
+              for (size_t k = 0; k + 1 < V.size(); k += 2)
+                if ((((V[k + 1] << 8) | V[k]) & exponent) == exponent) V[k + 1] ^= 0x40;  // clears one exponent bit
+            }
+            Guarded P(M * N * 4);
+            fill_floats(P.as<float>(), M * N, rng, 0.0f, 1.0f);
+            std::vector<float> wide(N * H);
+            f.widen(N, H, V.data(), ldv, wide.data());
+            for (bool accumulate : {false, true}) {
+              std::vector<float> o_want(M * H, 0.25f), o_got(M * H, 0.25f);
+              f.fused(M, N, H, P.as<float>(), N, V.data(), ldv, o_want.data(), H, accumulate);
+              sv.f32(M, N, H, P.as<float>(), N, reinterpret_cast<const uint8_t*>(wide.data()), H * 4, o_got.data(), H,
+                     accumulate);
+              ASSERT_EQ(0, std::memcmp(o_want.data(), o_got.data(), o_want.size() * 4))
+                  << t->isa << " " << f.name << " M=" << M << " N=" << N << " H=" << H;
+            }
+            ++checked;
+          }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no table widens V blocks on this host's ISA list";
+}
+
 TEST(KernelSvGemm, ZeroKeysZeroesOrKeeps) {
   for (const KernelTable* t : tables()) {
     std::vector<float> O(3 * 16, 5.0f);

@@ -469,6 +469,18 @@ void sv128_s4_row(size_t N, size_t H, const float* P, const uint8_t* V, size_t l
   }
 }
 
+template <class T, class E>
+void widen128(size_t N, size_t H, const void* V, size_t ldv, float* out) {
+  const uint8_t* rows = static_cast<const uint8_t*>(V);
+  for (size_t j = 0; j < N; ++j)
+    for (size_t d = 0; d < H; d += 8) {
+      typename T::V lo, hi;
+      T::load8(E{}, rows + j * ldv, d, lo, hi);
+      T::store(out + j * H + d, lo);
+      T::store(out + j * H + d + 4, hi);
+    }
+}
+
 // Keys go in chunks (probabilities interleaved on the stack); the output rows carry the sum from one
 // chunk to the next, stored and reloaded exactly, so the bits do not depend on the chunking.
 // A converted V (f16, bf16, s8, s4) read by several row tiles is converted once per chunk into a small
@@ -492,15 +504,7 @@ void sv128(size_t M, size_t N, size_t H, const float* P, size_t ldp, const void*
   for (size_t j0 = 0; j0 == 0 || j0 < N; j0 += chunk) {
     const size_t n = std::min(chunk, N - j0);
     const uint8_t* rows = static_cast<const uint8_t*>(V) + j0 * ldv;
-    if (convert) {
-      for (size_t j = 0; j < n; ++j)
-        for (size_t d = 0; d < H; d += 8) {
-          typename T::V lo, hi;
-          T::load8(E{}, rows + j * ldv, d, lo, hi);
-          T::store(slice + j * H + d, lo);
-          T::store(slice + j * H + d + 4, hi);
-        }
-    }
+    if (convert) widen128<T, E>(n, H, rows, ldv, slice);
     for (size_t i0 = 0; i0 < M; i0 += T::kTileRows) {
       const int mb = static_cast<int>(std::min<size_t>(T::kTileRows, M - i0));
       interleave_rows<T>(mb, n, P + i0 * ldp + j0, ldp, pi);

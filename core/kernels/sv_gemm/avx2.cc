@@ -8,6 +8,7 @@ namespace attnkit {
 extern const SvGemmKernels kSvGemm_avx2;
 const SvGemmKernels kSvGemm_avx2 = {sv_gemm_x86<Avx2, F32>, sv_gemm_x86<Avx2, F16>,
                                       sv_gemm_x86<Avx2, BF16>, sv_gemm_x86<Avx2, S8>,
-                                      sv_gemm_x86<Avx2, S4>, sv_gemm_x86<Avx2, F16>};
+                                      sv_gemm_x86<Avx2, S4>, sv_gemm_x86<Avx2, F16>,
+                                      nullptr, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace attnkit

@@ -8,6 +8,7 @@ namespace attnkit {
 extern const SvGemmKernels kSvGemm_avx512;
 const SvGemmKernels kSvGemm_avx512 = {sv_gemm_x86<Avx512, F32>, sv_gemm_x86<Avx512, F16>,
                                       sv_gemm_x86<Avx512, BF16>, sv_gemm_x86<Avx512, S8>,
-                                      sv_gemm_x86<Avx512, S4>, sv_gemm_x86<Avx512, F16>};
+                                      sv_gemm_x86<Avx512, S4>, sv_gemm_x86<Avx512, F16>,
+                                      nullptr, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace attnkit

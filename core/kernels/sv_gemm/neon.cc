@@ -7,6 +7,7 @@ namespace attnkit {
 
 extern const SvGemmKernels kSvGemm_neon;
 const SvGemmKernels kSvGemm_neon = {sv128<Vec128, F32>, sv128<Vec128, F16>, sv128<Vec128, BF16>,
-                                      sv128<Vec128, S8>, sv128<Vec128, S4>, sv128<Vec128, F16>};
+                                      sv128<Vec128, S8>, sv128<Vec128, S4>, sv128<Vec128, F16>,
+                                      nullptr, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace attnkit

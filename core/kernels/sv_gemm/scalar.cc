@@ -28,6 +28,7 @@ void sv(size_t M, size_t N, size_t H, const float* P, size_t ldp, const void* V,
 extern const SvGemmKernels kSvGemm_scalar;
 const SvGemmKernels kSvGemm_scalar = {sv<cache_elem::F32>, sv<cache_elem::F16>,
                                       sv<cache_elem::BF16>, sv<cache_elem::S8>,
-                                      sv<cache_elem::S4>, sv<cache_elem::F16>};
+                                      sv<cache_elem::S4>, sv<cache_elem::F16>,
+                                      nullptr, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace attnkit

@@ -8,6 +8,8 @@ namespace attnkit {
 extern const SvGemmKernels kSvGemm_wasm128;
 const SvGemmKernels kSvGemm_wasm128 = {sv128<Vec128, F32>, sv128<Vec128, F16>, sv128<Vec128, BF16>,
                                       sv128<Vec128, S8>, sv128<Vec128, S4>,
-                                      sv128<Vec128, F16Finite>};
+                                      sv128<Vec128, F16Finite>,
+                                      widen128<Vec128, F16>, widen128<Vec128, BF16>, widen128<Vec128, S8>,
+                                      widen128<Vec128, S4>, widen128<Vec128, F16Finite>};
 
 }  // namespace attnkit

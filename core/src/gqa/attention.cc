@@ -55,6 +55,16 @@ int64_t packed_qk_min_rows(DType cache) {
   return kPackedQkMinRows;
 }
 
+SvWidenFn sv_widen_for(const SvGemmKernels& sv, DType cache) {
+  switch (cache) {
+    case DType::kFloat16: return sv.widen_f16;
+    case DType::kBFloat16: return sv.widen_bf16;
+    case DType::kInt8: return sv.widen_s8;
+    case DType::kUInt8: return sv.widen_s4;
+    default: return nullptr;
+  }
+}
+
 namespace {
 
 // Scratch is written before it is read, so it comes unzeroed from the tensor pool: per-call mmaps,
@@ -82,6 +92,8 @@ struct AttentionContext {
   QkGemmFn qk_direct_finite;
   QkPackFn qk_pack_finite;
   SvGemmFn sv_finite;
+  SvWidenFn sv_widen;           // when the tiling widens V (v_widen_keys > 0)
+  SvWidenFn sv_widen_finite;
   int64_t packed_min_rows;      // tiles of this many rows or more pack K (above)
   float alpha;                  // score scale with a per-tensor K scale folded in
   const float* v_scale;         // per kv head and channel (Nk*H) when V is quantized, else nullptr
@@ -97,6 +109,7 @@ struct Scratch {
   float* row_max;  // M
   float* row_sum;  // M
   float* panels;   // packed K block
+  float* v_block;  // a prompt's V block in fp32 (v_widen_keys x H)
   float* bias;     // one bias row segment
   float* work;     // the query row loader's work area
   size_t span;
@@ -114,6 +127,7 @@ Scratch carve(const GqaTiling& t, int64_t H, ScratchFloats& buf) {
   s.row_max = at; at += M;
   s.row_sum = at; at += M;
   s.panels = at; at += static_cast<size_t>(t.panel_keys * H);
+  s.v_block = at; at += static_cast<size_t>(t.v_widen_keys * H);
   s.bias = at; at += span;
   s.work = at;
   s.span = span;
@@ -153,6 +167,14 @@ void direct_scores(const AttentionContext& c, int64_t b, int64_t key0, size_t M,
 void pack_keys(const AttentionContext& c, const Scratch& s, int64_t b, int64_t key0, size_t n, const uint8_t* K) {
   const bool finite = key0 + static_cast<int64_t>(n) <= finite_keys(c, b);
   (finite ? c.qk_pack_finite : c.qk_pack)(n, static_cast<size_t>(c.p.head_size), K, c.row_bytes, s.panels);
+}
+
+// s.v_block = keys [key0, key0 + n) of V in fp32 (rows of H).
+void widen_values(const AttentionContext& c, const Scratch& s, int64_t b, int64_t key0, size_t n, const uint8_t* V) {
+  const size_t H = static_cast<size_t>(c.p.head_size);
+  const size_t split = finite_part(c, c.sv_widen_finite, c.sv_widen, b, key0, static_cast<int64_t>(n));
+  if (split > 0) c.sv_widen_finite(split, H, V, c.row_bytes, s.v_block);
+  if (split < n) c.sv_widen(n - split, H, V + split * c.row_bytes, c.row_bytes, s.v_block + split * H);
 }
 
 // O (M rows of H) = (accumulate ? O : 0) + P * V over keys [key0, key0 + n).
@@ -378,6 +400,8 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
   std::fill(s.o_tile, s.o_tile + M * H, 0.0f);
   // Few rows (decoding) read the cache rows directly; more rows amortize packing K once per block.
   const bool packed = M >= c.packed_min_rows;
+  // Where the tiling says so, a prompt converts each V block once for all its SV calls.
+  const bool widened = c.t.v_widen_keys > 0 && M > kRowSegment;
   for (int64_t j0 = c0; j0 < c1; j0 += Bc) {
     const int64_t n = std::min(Bc, c1 - j0);
     const uint8_t* k = tile.k + static_cast<size_t>(j0) * c.row_bytes;
@@ -388,12 +412,18 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
       for (size_t at = 0; at < static_cast<size_t>(n) * c.row_bytes; at += 64) __builtin_prefetch(v + at, 0, 2);
       pack_keys(c, s, tile.b, j0, n, k);
     }
+    if (widened) widen_values(c, s, tile.b, j0, static_cast<size_t>(n), tile.v + static_cast<size_t>(j0) * c.row_bytes);
     // SV runs once per run of segments (kFlashRunRows), whose scores are held from s.scores on: every output is the
     // same chain over the same keys, so the bits do not depend on how rows are grouped.
     SvRun run;
     const auto flush = [&] {
-      if (run.r1 > run.r0)
-        accumulate_values(c, tile.b, j0 + run.k0, run.r1 - run.r0, run.k1 - run.k0, s.scores + run.k0, s.span,
+      const size_t rows = static_cast<size_t>(run.r1 - run.r0), keys = static_cast<size_t>(run.k1 - run.k0);
+      if (rows > 0 && widened)
+        c.kt.sv.f32(rows, keys, static_cast<size_t>(H), s.scores + run.k0, s.span,
+                    reinterpret_cast<const uint8_t*>(s.v_block + run.k0 * H), static_cast<size_t>(H) * sizeof(float),
+                    s.o_tile + run.r0 * H, static_cast<size_t>(H), true);
+      else if (rows > 0)
+        accumulate_values(c, tile.b, j0 + run.k0, rows, keys, s.scores + run.k0, s.span,
                           tile.v + static_cast<size_t>(j0 + run.k0) * c.row_bytes, s.o_tile + run.r0 * H, true);
       run = SvRun();
     };
@@ -489,7 +519,7 @@ void decode_merge_task(const AttentionContext& c, const Tile& tile, const float*
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& t, int threads,
                    uint8_t* present_key, uint8_t* present_value, GqaOutputs* outputs, bool in_place) {
   AttentionContext c{p, kt, t, static_cast<size_t>(p.cache_row_bytes), nullptr, nullptr, nullptr, nullptr, nullptr,
-                     nullptr, packed_qk_min_rows(p.cache_dtype), p.alpha, nullptr, nullptr, outputs};
+                     nullptr, nullptr, nullptr, packed_qk_min_rows(p.cache_dtype), p.alpha, nullptr, nullptr, outputs};
   switch (p.cache_dtype) {
     case DType::kFloat16: c.qk_direct = kt.qk.f16; c.qk_pack = kt.qk.pack_f16; c.sv = kt.sv.f16; break;
     case DType::kBFloat16: c.qk_direct = kt.qk.bf16; c.qk_pack = kt.qk.pack_bf16; c.sv = kt.sv.bf16; break;
@@ -500,10 +530,12 @@ void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& 
   c.qk_direct_finite = c.qk_direct;
   c.qk_pack_finite = c.qk_pack;
   c.sv_finite = c.sv;
+  c.sv_widen = c.sv_widen_finite = sv_widen_for(kt.sv, p.cache_dtype);
   if (p.cache_dtype == DType::kFloat16 && p.past_f16_finite) {
     c.qk_direct_finite = kt.qk.f16_finite;
     c.qk_pack_finite = kt.qk.pack_f16_finite;
     c.sv_finite = kt.sv.f16_finite;
+    c.sv_widen_finite = kt.sv.widen_f16_finite;
   }
   if (p.quant == KvQuant::kPerTensor) c.alpha *= p.inputs->k_scale->as<float>()[0];
   if (p.quant == KvQuant::kPerTensor && p.bits == 8 && approx_vnni_requested() && kt.qk.s8_approx_vnni)

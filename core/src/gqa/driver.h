@@ -22,6 +22,7 @@ struct GqaTiling {
   int64_t task_rows = 0;     // M = G * Br: score rows per task
   int64_t kv_block = 0;      // Bc: keys per flash block
   int64_t score_rows = 0;    // score rows held at once: a flash SV run (kFlashRunRows) or the naive task's M
+  int64_t v_widen_keys = 0;  // keys of V a prompt's worker converts to fp32 at once (0: the SV converts)
   int64_t panel_keys = 0;    // keys of K a worker packs into fp32 panels at once (0: it never packs)
   int64_t kv_chunk = 0;      // split-KV chunk for decoding (S == 1); 0 = no split
   int64_t kv_chunks = 1;     // chunks per (b, kv head) when split
@@ -34,6 +35,8 @@ struct GqaTiling {
 GqaTiling plan_gqa(const GqaProblem& p, bool flash, int64_t block_keys = 0);
 // Score rows from which a flash tile packs each K block into fp32 panels instead of reading K directly.
 int64_t packed_qk_min_rows(DType cache);
+// The table's kernel converting a V block of this cache type to fp32 once per flash block, or nullptr.
+SvWidenFn sv_widen_for(const SvGemmKernels& sv, DType cache);
 // Bytes of scratch a call allocates with this plan on `threads` threads (excluding the outputs, but
 // including a present cache built internally when the caller did not ask for it).
 size_t gqa_scratch_bytes(const GqaProblem& p, const GqaTiling& tiling, int threads);
