@@ -55,16 +55,6 @@ int64_t packed_qk_min_rows(DType cache) {
   return kPackedQkMinRows;
 }
 
-SvWidenFn sv_widen_for(const SvGemmKernels& sv, DType cache) {
-  switch (cache) {
-    case DType::kFloat16: return sv.widen_f16;
-    case DType::kBFloat16: return sv.widen_bf16;
-    case DType::kInt8: return sv.widen_s8;
-    case DType::kUInt8: return sv.widen_s4;
-    default: return nullptr;
-  }
-}
-
 namespace {
 
 // Scratch is written before it is read, so it comes unzeroed from the tensor pool: per-call mmaps,
@@ -335,10 +325,8 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
 // on the causal diagonal (and at a window's start) the masked corners are skipped, not computed.
 constexpr int64_t kRowSegment = 12;
 // Consecutive segments that see the same keys share one SV call of up to kFlashRunRows rows (their scores stay in
-// L2). wasm, one thread, prefill S=T=512, old and new modules alternating: int8
-// 34.2-35.0 -> 32.7-33.6 ms, int4 35.9-36.7 -> 33.6-34.3 (V is converted to fp32 once per call there, so
-// once per run instead of once per 12 rows); 48-row runs gained half as much, 384-row runs no more. Native:
-// no change the noise resolved.
+// L2). wasm, one thread, prefill S=T=512, old and new modules alternating, when its SV still converted V in every
+// call: int8 34.2-35.0 -> 32.7-33.6 ms, int4 35.9-36.7 -> 33.6-34.3; 48-row runs gained half as much.
 static_assert(kFlashRunRows % kRowSegment == 0, "a run is whole segments");
 
 // Keys [j0, j0 + n) of one segment's rows r0..r1: the online-softmax update of those rows. Their score

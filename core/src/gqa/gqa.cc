@@ -231,6 +231,16 @@ bool gqa_uses_flash(const GqaProblem& p, AttentionPath path) {
   return path != AttentionPath::kNaive;
 }
 
+SvWidenFn sv_widen_for(const SvGemmKernels& sv, DType cache) {
+  switch (cache) {
+    case DType::kFloat16: return sv.widen_f16;
+    case DType::kBFloat16: return sv.widen_bf16;
+    case DType::kInt8: return sv.widen_s8;
+    case DType::kUInt8: return sv.widen_s4;
+    default: return nullptr;
+  }
+}
+
 GqaTiling plan_gqa(const GqaProblem& p, bool flash, int64_t block_keys) {
   GqaTiling t;
   t.flash = flash;
