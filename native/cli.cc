@@ -60,11 +60,20 @@ bool parse_count(const char* text, int min, int* out) {
   return true;
 }
 
+bool is_help(const std::string& arg) { return arg == "--help" || arg == "-h" || arg == "help"; }
+
 // Returns an exit code, or -1 when the options are good.
 int parse_options(int argc, char** argv, Options* o) {
   if (argc < 2) {
     std::fputs(kUsage, stderr);
     return kExitInvalid;
+  }
+  // Asked for, usage is the output (stdout, exit 0) wherever the request stands on the line.
+  for (int i = 1; i < argc; ++i) {
+    if (is_help(argv[i]) && (i == 1 || argv[i][0] == '-')) {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
   }
   o->command = argv[1];
   if (o->command != "run" && o->command != "bench" && o->command != "info") {

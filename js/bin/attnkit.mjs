@@ -18,6 +18,9 @@ function parseCount(text, min, what) {
   return v;
 }
 
+// Asked for (`help`, or --help / -h anywhere), usage is the output: stdout, exit 0.
+const wantsHelp = (argv) => argv[0] === 'help' || argv.some((a) => a === '--help' || a === '-h');
+
 function parseArgs(argv) {
   const o = { command: argv[0], target: 'wasm', threads: 0, iters: 10, warmup: 2, build: 'auto' };
   if (!['run', 'bench', 'info'].includes(o.command)) throw new UsageError(`missing command (run, bench or info)\n${USAGE}`);
@@ -136,6 +139,10 @@ function benchCommand(attnkit, o) {
 }
 
 async function main(argv) {
+  if (wantsHelp(argv)) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   let attnkit = null;
   try {
     const o = parseArgs(argv);

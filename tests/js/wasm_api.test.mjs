@@ -478,6 +478,15 @@ describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
     if (haveCli) assert.equal(r.stderr.trim(), nativeRun(invalid.file, 0, false).error);
   });
 
+  test('help prints the usage on stdout and exits 0', () => {
+    for (const args of [['--help'], ['help'], ['run', 'case.json', '-h']]) {
+      const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+      assert.ok(r.stdout.startsWith('usage: attnkit.mjs run CASE.json'), r.stdout);
+      assert.equal(r.stderr, '');
+    }
+  });
+
   test('bench prints one JSON line with the timing fields', () => {
     assert.ok(valid, 'no valid single-case file in the corpus');
     const r = spawnSync(process.execPath, [bin, 'bench', valid.file, '--target', 'wasm', '--iters', '3', '--warmup', '1'], { encoding: 'utf8' });

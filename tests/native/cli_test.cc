@@ -234,6 +234,18 @@ TEST_F(Cli, BadFilesAndOptionsNeverCrash) {
   EXPECT_EQ(scalar.code, 0) << scalar.err;
 }
 
+TEST_F(Cli, HelpPrintsUsageAndSucceeds) {
+  for (const char* line : {"--help", "-h", "help", "run --help", "bench some-case.json -h"}) {
+    Result r = cli(line);
+    EXPECT_EQ(r.code, 0) << line;
+    EXPECT_EQ(r.out.rfind("usage: attnkit run CASE.json", 0), 0u) << line << ": " << r.out;
+    EXPECT_EQ(r.err, "") << line;
+  }
+  Result bare = cli("");
+  EXPECT_EQ(bare.code, 2);
+  EXPECT_EQ(bare.err.rfind("usage:", 0), 0u) << bare.err;
+}
+
 TEST_F(Cli, BenchPrintsOneJsonLine) {
   Result r = cli("bench " + cases_dir() + "cli-decode-fp16-past9.json --iters 3 --warmup 1 --threads 1");
   ASSERT_EQ(r.code, 0) << r.err;
