@@ -50,6 +50,9 @@ void* pool_allocate(size_t bytes);
 void pool_free(void* p, size_t bytes) noexcept;
 // Returns the pooled memory to the system.
 void pool_trim() noexcept;
+// For tests: every buffer handed out from now on starts as 0xFF bytes (NaN floats, -1 integers), so an output
+// byte a call leaves unwritten shows up, where a recycled buffer would hold an earlier, identical call's bytes.
+void set_poison_new_buffers(bool on) noexcept;
 }  // namespace detail
 
 // Allocator for tensor storage: pooled, and default-initializing (resize() leaves bytes unset, so a

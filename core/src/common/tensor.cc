@@ -1,6 +1,7 @@
 // attnkit: dtype tables and tensor helpers behind attnkit/tensor.h.
 #include "attnkit/tensor.h"
 
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -112,9 +113,9 @@ Pool& pool() {
   return *p;
 }
 
-}  // namespace
+std::atomic<bool> poison_new_buffers{false};
 
-void* pool_allocate(size_t bytes) {
+void* allocate(size_t bytes) {
   if (bytes < kPoolMinBytes) return aligned_new(bytes);
   Pool& p = pool();
   {
@@ -139,6 +140,16 @@ void* pool_allocate(size_t bytes) {
   p.live.push_back(Block{ptr, bytes});
   return ptr;
 }
+
+}  // namespace
+
+void* pool_allocate(size_t bytes) {
+  void* ptr = allocate(bytes);
+  if (poison_new_buffers.load(std::memory_order_relaxed)) std::memset(ptr, 0xFF, bytes);
+  return ptr;
+}
+
+void set_poison_new_buffers(bool on) noexcept { poison_new_buffers.store(on, std::memory_order_relaxed); }
 
 void pool_free(void* ptr, size_t bytes) noexcept {
   if (!ptr) return;
