@@ -31,32 +31,6 @@ bool all_masked(const float* x, size_t n) {
 // row NaN (exp(s - max) is NaN), as in ORT and the reference, masked keys or not.
 bool sink_is_nan_source(float sink) { return !(sink < std::numeric_limits<float>::infinity()); }
 
-// Tiles of fewer rows read K in its stored dtype (direct QK); from this many rows on, K is first packed to fp32
-// panels once per block and the packed GEMM shares it across the rows. A decode step is one tile of G rows per KV
-// head (G query heads per KV head), and it packed from 4 rows on. Decode T=4096, one thread, packed -> direct:
-// - G=4 (N=32, Nk=8), native AVX512 in place: fp32 2.4-3.0 -> 0.96-1.1 ms, int8 1.0 -> 0.75-0.80, int4 1.0-1.2 ->
-//   0.80-0.89; wasm fp32 4.35 -> 2.64 ms, int8 3.71 -> 2.64, bf16 4.05-6.14 -> 3.21-4.35;
-// - fp32 only, native: G=8 3.2 -> 1.7-1.9 ms, G=12 3.3-3.5 -> 2.35-2.4, G=16 4.1 -> 2.7-2.8, G=32 equal
-//   (0.51-0.53); wasm G=8 7.43 -> 5.58, G=16 10.7 -> 8.96. Packing a block costs what 16-32 rows of fp32 products do.
-// - wasm bf16 is as fast packed at G=8 and faster at G=16 (10.5 against 11.6 ms); f16 and bf16 pack from 8 rows.
-// - int8 and int4: since the x86 limb QK takes two rows per pass (x86_traits_avx512.h), direct beats packing up to
-//   12 rows. One 512-key block, H=128, direct against pack + packed: 8 rows AVX512-VNNI 8.7 against 13.0 us, AVX2
-//   13.7 against 17.5, wasm 28 against 44; 12 rows AVX512 13.1 against 13.2, AVX2 20.4 against 19.1; 16 rows
-//   AVX512 17.6 against 15.7. (At 8 rows they packed before: the 8-row limb tile was 1.6x slower per row.)
-constexpr int64_t kPackedQkMinRowsF32 = 32;
-constexpr int64_t kPackedQkMinRowsQuantized = 12;
-constexpr int64_t kPackedQkMinRows = 8;
-
-}  // namespace
-
-int64_t packed_qk_min_rows(DType cache) {
-  if (cache == DType::kFloat32) return kPackedQkMinRowsF32;
-  if (cache == DType::kInt8 || cache == DType::kUInt8) return kPackedQkMinRowsQuantized;
-  return kPackedQkMinRows;
-}
-
-namespace {
-
 // Scratch is written before it is read, so it comes unzeroed from the tensor pool: per-call mmaps,
 // page faults and zero-fills of a few hundred KiB otherwise cost more than a short decode step.
 using ScratchFloats = std::vector<float, TensorAllocator<float>>;
@@ -89,6 +63,9 @@ struct AttentionContext {
   const float* v_scale;         // per kv head and channel (Nk*H) when V is quantized, else nullptr
   const float* sink;            // per query head when a sink is used (0 for smooth softmax)
   GqaOutputs* outputs;
+  // Where flash_tasks_copy_past: the present buffers each task copies its (b, kv head)'s past rows into.
+  uint8_t* copy_key_into;
+  uint8_t* copy_value_into;
 };
 
 // Per-thread scratch carved out of one buffer.
@@ -392,6 +369,7 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
   const bool widened = c.t.v_widen_keys > 0 && M > kRowSegment;
   for (int64_t j0 = c0; j0 < c1; j0 += Bc) {
     const int64_t n = std::min(Bc, c1 - j0);
+    if (c.copy_key_into) fill_past_rows(p, tile.b, tile.g, j0, j0 + n, c.copy_key_into, c.copy_value_into);
     const uint8_t* k = tile.k + static_cast<size_t>(j0) * c.row_bytes;
     if (packed) {
       // SV first reads the block's V rows a column tile at a time, a strided pattern the hardware
@@ -456,6 +434,10 @@ void flash_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
   task_key_range(c.p, tile, &kv_lo, &kv_hi);
   load_q_tile(c, tile, s);
   flash_rows(c, s, tile, kv_lo, kv_hi, c.p.use_sink);
+  if (c.copy_key_into) {  // and the past rows none of the task's query rows sees (those before a window)
+    fill_past_rows(c.p, tile.b, tile.g, 0, kv_lo, c.copy_key_into, c.copy_value_into);
+    fill_past_rows(c.p, tile.b, tile.g, kv_hi, c.p.past_len[tile.b], c.copy_key_into, c.copy_value_into);
+  }
   prefetch_output_rows(c, tile);
   for (int64_t r = 0; r < M; ++r) {
     const float sum = s.row_sum[r];
@@ -507,7 +489,12 @@ void decode_merge_task(const AttentionContext& c, const Tile& tile, const float*
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& t, int threads,
                    uint8_t* present_key, uint8_t* present_value, GqaOutputs* outputs, bool in_place) {
   AttentionContext c{p, kt, t, static_cast<size_t>(p.cache_row_bytes), nullptr, nullptr, nullptr, nullptr, nullptr,
-                     nullptr, nullptr, nullptr, packed_qk_min_rows(p.cache_dtype), p.alpha, nullptr, nullptr, outputs};
+                     nullptr, nullptr, nullptr, packed_qk_min_rows(p.cache_dtype), p.alpha, nullptr, nullptr, outputs,
+                     nullptr, nullptr};
+  if (flash_tasks_copy_past(p, t, in_place)) {
+    c.copy_key_into = present_key;
+    c.copy_value_into = present_value;
+  }
   switch (p.cache_dtype) {
     case DType::kFloat16: c.qk_direct = kt.qk.f16; c.qk_pack = kt.qk.pack_f16; c.sv = kt.sv.f16; break;
     case DType::kBFloat16: c.qk_direct = kt.qk.bf16; c.qk_pack = kt.qk.pack_bf16; c.sv = kt.sv.bf16; break;

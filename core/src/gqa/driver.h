@@ -62,10 +62,14 @@ void prefetch_query_row(const GqaProblem& p, int64_t b, int64_t h, int64_t s);
 void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64_t h, int64_t s, float* row,
                     float* work);
 // Writes the present cache per spec §2.6 into buffers of shape (B, Nk, Mp, row): past rows are copied
-// unless the present IS the past (in place), then the new rows are rotated and converted/quantized, and
-// (separate buffers only) the rows past the new ones are zeroed: every byte is written.
-void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place,
+// unless the present IS the past (in place) or the attention tasks copy them (tasks_copy_past), then the new
+// rows are rotated and converted/quantized, and (separate buffers only) the rows past the new ones are zeroed.
+void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place, bool tasks_copy_past,
                    uint8_t* present_key, uint8_t* present_value);
+// Whether run_attention's flash tasks copy the past rows into a separate present themselves, block by block
+// right before attending over them, so the past is read once: where one task holds all query rows of each
+// (b, kv head), so no other task reads those rows.
+bool flash_tasks_copy_past(const GqaProblem& p, const GqaTiling& tiling, bool in_place);
 // build_present's two steps for one (b, kv head), for split-KV decoding to run chunk by chunk:
 // fill_past_rows writes rows [r0, r1) below the past length (past rows copied, missing ones zeroed);
 // write_new_rows the new rows and, for separate buffers, the zeros after them.
@@ -75,7 +79,7 @@ void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, i
                     uint8_t* present_key, uint8_t* present_value);
 // Attention over the present cache into outputs->output (and output_qk when requested). Split-KV decoding
 // (tiling.kv_chunk > 0) builds the present itself, each chunk right before attending over it, so the past
-// is read once; otherwise build_present has run.
+// is read once, and so do flash tasks where flash_tasks_copy_past; otherwise build_present has run.
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& tiling, int threads,
                    uint8_t* present_key, uint8_t* present_value, GqaOutputs* outputs, bool in_place);
 

@@ -212,13 +212,21 @@ void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, i
   }
 }
 
-void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place,
+void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place, bool tasks_copy_past,
                    uint8_t* present_key, uint8_t* present_value) {
   parallel_for(static_cast<size_t>(p.batch * p.kv_heads), threads, [&](size_t task, int) {
     const int64_t b = static_cast<int64_t>(task) / p.kv_heads, g = static_cast<int64_t>(task) % p.kv_heads;
-    if (!in_place) fill_past_rows(p, b, g, 0, p.past_len[b], present_key, present_value);
+    if (!in_place && !tasks_copy_past) fill_past_rows(p, b, g, 0, p.past_len[b], present_key, present_value);
     write_new_rows(p, kt, in_place, b, g, present_key, present_value);
   });
+}
+
+// A chunk of S tokens after a long past (speculative decoding's check of a few drafted tokens, a chunked prompt)
+// otherwise copies the whole past out of DRAM and then reads it back from there to attend. Copied by the one task
+// that attends over it, each block is still in cache when it is packed and multiplied: S=16 after 4080 fp32
+// tokens (N=16, Nk=8, H=128), one thread, six alternating runs: 5.9-8.0 -> 5.6-6.1 ms; S=4: 2.7-3.8 -> 2.2-3.5.
+bool flash_tasks_copy_past(const GqaProblem& p, const GqaTiling& tiling, bool in_place) {
+  return tiling.flash && tiling.kv_chunk == 0 && !in_place && tiling.query_rows >= p.seq;
 }
 
 bool gqa_uses_flash(const GqaProblem& p, AttentionPath path) {
@@ -239,6 +247,32 @@ SvWidenFn sv_widen_for(const SvGemmKernels& sv, DType cache) {
     case DType::kUInt8: return sv.widen_s4;
     default: return nullptr;
   }
+}
+
+namespace {
+
+// Tiles of fewer rows read K in its stored dtype (direct QK); from this many rows on, K is first packed to fp32
+// panels once per block and the packed GEMM shares it across the rows. A decode step is one tile of G rows per KV
+// head (G query heads per KV head), and it packed from 4 rows on. Decode T=4096, one thread, packed -> direct:
+// - G=4 (N=32, Nk=8), native AVX512 in place: fp32 2.4-3.0 -> 0.96-1.1 ms, int8 1.0 -> 0.75-0.80, int4 1.0-1.2 ->
+//   0.80-0.89; wasm fp32 4.35 -> 2.64 ms, int8 3.71 -> 2.64, bf16 4.05-6.14 -> 3.21-4.35;
+// - fp32 only, native: G=8 3.2 -> 1.7-1.9 ms, G=12 3.3-3.5 -> 2.35-2.4, G=16 4.1 -> 2.7-2.8, G=32 equal
+//   (0.51-0.53); wasm G=8 7.43 -> 5.58, G=16 10.7 -> 8.96. Packing a block costs what 16-32 rows of fp32 products do.
+// - wasm bf16 is as fast packed at G=8 and faster at G=16 (10.5 against 11.6 ms); f16 and bf16 pack from 8 rows.
+// - int8 and int4: since the x86 limb QK takes two rows per pass (x86_traits_avx512.h), direct beats packing up to
+//   12 rows. One 512-key block, H=128, direct against pack + packed: 8 rows AVX512-VNNI 8.7 against 13.0 us, AVX2
+//   13.7 against 17.5, wasm 28 against 44; 12 rows AVX512 13.1 against 13.2, AVX2 20.4 against 19.1; 16 rows
+//   AVX512 17.6 against 15.7. (At 8 rows they packed before: the 8-row limb tile was 1.6x slower per row.)
+constexpr int64_t kPackedQkMinRowsF32 = 32;
+constexpr int64_t kPackedQkMinRowsQuantized = 12;
+constexpr int64_t kPackedQkMinRows = 8;
+
+}  // namespace
+
+int64_t packed_qk_min_rows(DType cache) {
+  if (cache == DType::kFloat32) return kPackedQkMinRowsF32;
+  if (cache == DType::kInt8 || cache == DType::kUInt8) return kPackedQkMinRowsQuantized;
+  return kPackedQkMinRows;
 }
 
 GqaTiling plan_gqa(const GqaProblem& p, bool flash, int64_t block_keys) {
@@ -424,7 +458,9 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
       present_value = v->as<uint8_t>();
     }
     // Split-KV decoding writes the present chunk by chunk itself (run_attention).
-    if (tiling.kv_chunk == 0) build_present(p, kt, threads, attend_in_place, present_key, present_value);
+    if (tiling.kv_chunk == 0)
+      build_present(p, kt, threads, attend_in_place, flash_tasks_copy_past(p, tiling, attend_in_place), present_key,
+                    present_value);
     run_attention(p, kt, tiling, threads, present_key, present_value, outputs, attend_in_place);
     if (p.window_staging) {
       if (cache_key) keep_window(p, present_key, cache_key, in_place);
