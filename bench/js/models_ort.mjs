@@ -1,5 +1,6 @@
 // attnkit bench: GroupQueryAttention at the shapes of shipped models (head sizes 64/96/128/256, 1-7 query heads per
-// KV head, rotary, softcap and local window, window-sized caches, QK norm, fp32/fp16/int8/int4 caches, batch 4),
+// KV head, rotary, softcap and local window, window-sized caches, QK norm, fp32/fp16/int8/int4 caches, batch 4,
+// speculative decoding's check of drafted tokens),
 // attnkit native (the CLI's `bench`) next to onnxruntime-node 1.30 in one run: issue 3's N=16/Nk=8/H=128 shapes say
 // little about a Phi-3 or a Gemma 2.
 // Usage: node bench/js/models_ort.mjs [--quick] [--threads 1,2] [--iters N] [--rounds R] [--filter SUBSTR] [--cli PATH]
@@ -27,6 +28,8 @@ const cases = [
   modelCase('gemma2 prefill S=512', { ...GEMMA2, S: 512, P: 0 }),
   modelCase('llama8b decode T=4096 int8', { ...LLAMA8B, S: 1, P: 4095, cache: 'int8' }),
   modelCase('llama8b chunk S=128 P=1024', { ...LLAMA8B, S: 128, P: 1024 }),
+  // Speculative decoding: the target model checks 4 drafted tokens in one call.
+  modelCase('llama8b verify S=4 T=4096', { ...LLAMA8B, S: 4, P: 4092 }),
   modelCase('llama8b decode B=4 T=1024', { ...LLAMA8B, B: 4, S: 1, P: 1023 }),
   modelCase('llama8b decode T=2048 fp16', { ...LLAMA8B, S: 1, P: 2047, cache: 'fp16', rotary: false }),
   modelCase('qwen3 decode T=4096 qk-norm int8', { ...QWEN3, S: 1, P: 4095, cache: 'int8' }),
