@@ -224,7 +224,7 @@ void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool
 // A chunk of S tokens after a long past (speculative decoding's check of a few drafted tokens, a chunked prompt)
 // otherwise copies the whole past out of DRAM and then reads it back from there to attend. Copied by the one task
 // that attends over it, each block is still in cache when it is packed and multiplied: S=16 after 4080 fp32
-// tokens (N=16, Nk=8, H=128), one thread, six alternating runs: 5.9-8.0 -> 5.6-6.1 ms; S=4: 2.7-3.8 -> 2.2-3.5.
+// tokens (N=16, Nk=8, H=128), one thread, six alternating runs: 6.2-6.6 -> 5.3-5.6 ms; S=4: 2.8-3.2 -> 2.4-2.8.
 bool flash_tasks_copy_past(const GqaProblem& p, const GqaTiling& tiling, bool in_place) {
   return tiling.flash && tiling.kv_chunk == 0 && !in_place && tiling.query_rows >= p.seq;
 }
