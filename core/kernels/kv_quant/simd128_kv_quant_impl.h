@@ -10,14 +10,23 @@ namespace attnkit {
 namespace {
 
 template <class T>
+typename T::V quantize4(const float* x, const float* inv) {
+  auto v = T::mul(T::load(x), T::load(inv));
+  v = T::select(T::is_nan(v), T::set1(127.0f), v);
+  return T::round_even(T::min(T::max(v, T::set1(-128.0f)), T::set1(127.0f)));
+}
+
+// 16 at a time, narrowed in registers: through a float array and scalar stores it took 1.5% of a wasm int8 prompt
+// (S=T=512, N=16, Nk=8, H=128), the new K and V rows' quantization.
+template <class T>
 void quantize_s8_128(const float* x, const float* inv, size_t n, int8_t* out) {
   size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    T::store16_s8(out + i, quantize4<T>(x + i, inv + i), quantize4<T>(x + i + 4, inv + i + 4),
+                  quantize4<T>(x + i + 8, inv + i + 8), quantize4<T>(x + i + 12, inv + i + 12));
   for (; i + 4 <= n; i += 4) {
-    auto v = T::mul(T::load(x + i), T::load(inv + i));
-    v = T::select(T::is_nan(v), T::set1(127.0f), v);
-    v = T::min(T::max(v, T::set1(-128.0f)), T::set1(127.0f));
     alignas(16) float r[4];
-    T::store(r, T::round_even(v));
+    T::store(r, quantize4<T>(x + i, inv + i));
     for (int k = 0; k < 4; ++k) out[i + k] = static_cast<int8_t>(static_cast<int32_t>(r[k]));
   }
   for (; i < n; ++i) out[i] = static_cast<int8_t>(kv_quantize_one(x[i], inv[i], -128.0f, 127.0f));

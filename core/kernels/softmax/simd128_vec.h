@@ -64,6 +64,13 @@ struct Vec128 {
   static V min(V a, V b) { return simde_vminq_f32(a, b); }
   static V mac(V a, V b, V acc) { return simde_vfmaq_f32(acc, a, b); }
   static V round_even(V a) { return simde_vrndnq_f32(a); }
+  // 16 floats holding integers in [-128, 127] stored as int8 (the conversions are exact).
+  static void store16_s8(int8_t* out, V a, V b, V c, V d) {
+    const auto i16 = [](V x, V y) {
+      return simde_vcombine_s16(simde_vmovn_s32(simde_vcvtq_s32_f32(x)), simde_vmovn_s32(simde_vcvtq_s32_f32(y)));
+    };
+    simde_vst1q_s8(out, simde_vcombine_s8(simde_vmovn_s16(i16(a, b)), simde_vmovn_s16(i16(c, d))));
+  }
   static M ge(V a, V b) { return simde_vcgeq_f32(a, b); }
   static M lt(V a, V b) { return simde_vcltq_f32(a, b); }
   static M not_lt(V a, V b) { return simde_vmvnq_u32(simde_vcltq_f32(a, b)); }  // true for NaN
@@ -242,6 +249,13 @@ struct Vec128 {
   static V min(V a, V b) { return simde_wasm_f32x4_pmin(a, b); }
   static V mac(V a, V b, V acc) { return simde_wasm_f32x4_add(acc, simde_wasm_f32x4_mul(a, b)); }
   static V round_even(V a) { return simde_wasm_f32x4_nearest(a); }
+  // 16 floats holding integers in [-128, 127] stored as int8 (the conversions are exact).
+  static void store16_s8(int8_t* out, V a, V b, V c, V d) {
+    const auto i16 = [](V x, V y) {
+      return simde_wasm_i16x8_narrow_i32x4(simde_wasm_i32x4_trunc_sat_f32x4(x), simde_wasm_i32x4_trunc_sat_f32x4(y));
+    };
+    simde_wasm_v128_store(out, simde_wasm_i8x16_narrow_i16x8(i16(a, b), i16(c, d)));
+  }
   static M ge(V a, V b) { return simde_wasm_f32x4_ge(a, b); }
   static M lt(V a, V b) { return simde_wasm_f32x4_lt(a, b); }
   static M not_lt(V a, V b) { return simde_wasm_v128_not(simde_wasm_f32x4_lt(a, b)); }  // true for NaN
