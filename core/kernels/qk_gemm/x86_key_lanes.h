@@ -2,7 +2,7 @@
 // are transposed so that each 32-bit lane holds one key's 4 bytes of a column; every limb is split into two
 // signed bytes (limb = 256 a + b) that vpdpbusd multiplies with the unsigned cache bytes (int4: the nibbles;
 // int8: the bytes + 128), broadcast from memory. No per-key reduction is left, and the sums are the limb sums
-// of every other ISA: the same bits.
+// of every other ISA: the same bits. One or two rows (decode) take 32-key tiles transposed one tile ahead.
 #pragma once
 #include <immintrin.h>
 
@@ -105,6 +105,23 @@ __attribute__((always_inline)) inline void lane_transpose(const uint8_t* K, size
   transpose16x16_epi32(r);
 }
 
+// One 16-key tile's scores: combine_limbs lane-wise (the same integer sums and the same roundings as the scalar
+// kernel), stored at c[i] + at for the keys in mask.
+template <int MB>
+__attribute__((always_inline)) inline void lane_store(const LaneSums<MB>& s, const LaneQuery& q, float* const* c,
+                                                      size_t at, __mmask16 mask) {
+  ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
+    const __m512i hi = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d0[i], 8), s.d1[i]),
+                                        _mm512_set1_epi32(static_cast<int32_t>(q.off_hi[i])));
+    const __m512i lo = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d2[i], 8), s.d3[i]),
+                                        _mm512_set1_epi32(static_cast<int32_t>(q.off_lo[i])));
+    const __m512 out = _mm512_mul_ps(
+        _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(hi), _mm512_set1_ps(32768.0f)), _mm512_cvtepi32_ps(lo)),
+        _mm512_set1_ps(q.factor[i]));
+    _mm512_mask_storeu_ps(c[i] + at, mask, out);
+  }
+}
+
 // MB query rows x up to 16 keys (kn). A row has 4 sums (one per digit), each a chain of multiply-adds of 4
 // cycles' latency, two per 8 elements: from two rows on (8-16 sums), the chains keep pace with two a cycle;
 // a row alone (left by rows that take the fp32 kernel) runs at half that rate. Up to two rows the 16 transposed
@@ -131,18 +148,170 @@ inline void lane_tile(size_t H, const LaneQuery& q, const uint8_t* K, size_t ldk
     }
     qd += ncols * kStride;
   }
-  const __mmask16 out_mask = static_cast<__mmask16>((1u << kn) - 1);
-  ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
-    // combine_limbs lane-wise: the same integer sums and the same roundings as the scalar kernel.
-    const __m512i hi = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d0[i], 8), s.d1[i]),
-                                        _mm512_set1_epi32(static_cast<int32_t>(q.off_hi[i])));
-    const __m512i lo = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d2[i], 8), s.d3[i]),
-                                        _mm512_set1_epi32(static_cast<int32_t>(q.off_lo[i])));
-    const __m512 out = _mm512_mul_ps(
-        _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(hi), _mm512_set1_ps(32768.0f)), _mm512_cvtepi32_ps(lo)),
-        _mm512_set1_ps(q.factor[i]));
-    _mm512_mask_storeu_ps(c[i], out_mask, out);
+  lane_store(s, q, c, 0, static_cast<__mmask16>((1u << kn) - 1));
+}
+
+// ---- Two rows or one (a decode step): 32-key tiles, transposed one tile ahead ----
+// On Zen 5 this core issues two zmm loads a cycle, broadcasts included, and two vpdpbusd; vpunpck* run beside them
+// for free and vshufi32x4 nearly so. The 16-key tile above loads one digit per vpdpbusd plus the K rows, 18 loads
+// for 16 multiply-adds a key, and its transposes share the window with them: 12.8 cycles a key where 8 would do.
+// Here each digit broadcast serves the same column of two 16-key halves, whose columns come from an L1 buffer
+// filled one tile ahead: each column's multiply-adds carry one eighth of the next tile's transpose (4 K rows, or 4
+// cross-lane combinations), so loads, shuffles and multiply-adds overlap. The same integer sums, so the same bits.
+// BM_QKGemm avx512, 2 rows, H=128, N=512 / 2048 (in L2): int8 2.17 -> 2.06 / 8.07 -> 7.62 us (1.92 / 7.15 without
+// the decode prefetch, which is what the DRAM case needs), int4 1.97 -> 1.64 / 7.04 -> 5.94. Decode T=4096 in
+// place, two threads: warm int8 and int4 7-10% faster, through DRAM within the host's noise or a few % faster.
+constexpr size_t kPipeKeys = 32;
+constexpr size_t kPipeMaxBytes = 256;  // K bytes per row: int8 H <= 256, int4 H <= 512
+
+using LaneColumns = uint32_t[2][kPipeMaxBytes / 4][16];  // a tile's transposed K: [half][column][key]
+
+// Step S of the 16x16 transpose of keys [16 h, 16 h + 16) of the tile at Kt, K bytes [64 chunk, 64 chunk + 64)
+// (transpose16x16_epi32 split in eight): steps 0-3 take 4 rows each through the in-lane stages into U, steps 4-7
+// combine U across lanes into 4 finished columns.
+template <int S>
+__attribute__((always_inline)) inline void lane_transpose_step(const uint8_t* Kt, size_t ldk, int h, size_t chunk,
+                                                               __m512i* U, uint32_t (*cols)[16]) {
+  if constexpr (S < 4) {
+    const uint8_t* p = Kt + (16 * h + 4 * S) * ldk + kLaneChunk * chunk;
+    const __m512i x0 = _mm512_loadu_si512(p), x1 = _mm512_loadu_si512(p + ldk);
+    const __m512i x2 = _mm512_loadu_si512(p + 2 * ldk), x3 = _mm512_loadu_si512(p + 3 * ldk);
+    const __m512i t0 = _mm512_unpacklo_epi32(x0, x1), t1 = _mm512_unpackhi_epi32(x0, x1);
+    const __m512i t2 = _mm512_unpacklo_epi32(x2, x3), t3 = _mm512_unpackhi_epi32(x2, x3);
+    _mm512_store_si512(U + 4 * S + 0, _mm512_unpacklo_epi64(t0, t2));
+    _mm512_store_si512(U + 4 * S + 1, _mm512_unpackhi_epi64(t0, t2));
+    _mm512_store_si512(U + 4 * S + 2, _mm512_unpacklo_epi64(t1, t3));
+    _mm512_store_si512(U + 4 * S + 3, _mm512_unpackhi_epi64(t1, t3));
+  } else {
+    constexpr int c = S - 4;
+    const __m512i u0 = _mm512_load_si512(U + c), u1 = _mm512_load_si512(U + 4 + c);
+    const __m512i u2 = _mm512_load_si512(U + 8 + c), u3 = _mm512_load_si512(U + 12 + c);
+    const __m512i v0 = _mm512_shuffle_i32x4(u0, u1, 0x44), v1 = _mm512_shuffle_i32x4(u0, u1, 0xee);
+    const __m512i v2 = _mm512_shuffle_i32x4(u2, u3, 0x44), v3 = _mm512_shuffle_i32x4(u2, u3, 0xee);
+    uint32_t(*out)[16] = cols + 16 * chunk;
+    _mm512_store_si512(out[c], _mm512_shuffle_i32x4(v0, v2, 0x88));
+    _mm512_store_si512(out[4 + c], _mm512_shuffle_i32x4(v0, v2, 0xdd));
+    _mm512_store_si512(out[8 + c], _mm512_shuffle_i32x4(v1, v3, 0x88));
+    _mm512_store_si512(out[12 + c], _mm512_shuffle_i32x4(v1, v3, 0xdd));
   }
+}
+
+// All eight steps, in order (the first tile's transposes, which nothing overlaps).
+inline void lane_transpose_whole(const uint8_t* Kt, size_t ldk, int h, size_t chunk, __m512i* U, uint32_t (*cols)[16]) {
+  lane_transpose_step<0>(Kt, ldk, h, chunk, U, cols);
+  lane_transpose_step<1>(Kt, ldk, h, chunk, U, cols);
+  lane_transpose_step<2>(Kt, ldk, h, chunk, U, cols);
+  lane_transpose_step<3>(Kt, ldk, h, chunk, U, cols);
+  lane_transpose_step<4>(Kt, ldk, h, chunk, U, cols);
+  lane_transpose_step<5>(Kt, ldk, h, chunk, U, cols);
+  lane_transpose_step<6>(Kt, ldk, h, chunk, U, cols);
+  lane_transpose_step<7>(Kt, ldk, h, chunk, U, cols);
+}
+
+// Row i's digit sums of both halves += their unsigned bytes ua / ub times the digits at d, d + step, ...: one
+// broadcast register per digit for the two vpdpbusd.
+template <int MB>
+__attribute__((always_inline)) inline void lane_digit_dots2(LaneSums<MB>& a, LaneSums<MB>& b, int i, __m512i ua,
+                                                            __m512i ub, const int32_t* d, int step) {
+  __m512i v = _mm512_set1_epi32(d[0]);
+  dpbusd_into(a.d0[i], ua, v);
+  dpbusd_into(b.d0[i], ub, v);
+  v = _mm512_set1_epi32(d[step]);
+  dpbusd_into(a.d1[i], ua, v);
+  dpbusd_into(b.d1[i], ub, v);
+  v = _mm512_set1_epi32(d[2 * step]);
+  dpbusd_into(a.d2[i], ua, v);
+  dpbusd_into(b.d2[i], ub, v);
+  v = _mm512_set1_epi32(d[3 * step]);
+  dpbusd_into(a.d3[i], ua, v);
+  dpbusd_into(b.d3[i], ub, v);
+}
+
+// lane_column for the same column of both halves.
+template <bool kS4, int MB>
+__attribute__((always_inline)) inline void lane_column2(LaneSums<MB>& a, LaneSums<MB>& b, __m512i xa, __m512i xb,
+                                                        const int32_t* qd) {
+  if constexpr (kS4) {
+    const __m512i nibble = _mm512_set1_epi8(0x0f);
+    const __m512i ea = _mm512_and_si512(xa, nibble), oa = _mm512_and_si512(_mm512_srli_epi32(xa, 4), nibble);
+    const __m512i eb = _mm512_and_si512(xb, nibble), ob = _mm512_and_si512(_mm512_srli_epi32(xb, 4), nibble);
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
+      lane_digit_dots2(a, b, i, ea, eb, qd + i * 8, 2);
+      lane_digit_dots2(a, b, i, oa, ob, qd + i * 8 + 1, 2);
+    }
+  } else {
+    const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80));
+    const __m512i ua = _mm512_xor_si512(xa, offset), ub = _mm512_xor_si512(xb, offset);
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) lane_digit_dots2(a, b, i, ua, ub, qd + i * 4, 1);
+  }
+}
+
+// Column col + S of the current tile (both halves), and step S of the next tile's (half, chunk) transpose.
+template <bool kS4, int MB, bool kNext, int S>
+__attribute__((always_inline)) inline void lane_pipe_column(LaneSums<MB>& a, LaneSums<MB>& b, const LaneColumns& cur,
+                                                            LaneColumns& next, __m512i* U, size_t col,
+                                                            const int32_t* qd, const uint8_t* Kn, size_t ldk, int h,
+                                                            size_t chunk) {
+  lane_column2<kS4, MB>(a, b, _mm512_load_si512(cur[0][col + S]), _mm512_load_si512(cur[1][col + S]),
+                        qd + S * MB * kLaneDwords<kS4>);
+  if constexpr (kNext) lane_transpose_step<S>(Kn, ldk, h, chunk, U, next[h]);
+}
+
+// The multiply-adds of one tile over its buffered columns (ncols, a multiple of 16), each group of 8 columns
+// carrying the 8 steps of one (half, chunk) transpose of the next tile (kNext) at Kn.
+template <bool kS4, int MB, bool kNext>
+__attribute__((always_inline)) inline void lane_pipe_tile(size_t ncols, size_t nchunks, const LaneQuery& q,
+                                                          const LaneColumns& cur, LaneColumns& next, __m512i* U,
+                                                          const uint8_t* Kn, size_t ldk, LaneSums<MB>& a,
+                                                          LaneSums<MB>& b) {
+  const int32_t* qd = q.digits;
+  int h = 0;
+  size_t chunk = 0;
+  for (size_t col = 0; col < ncols; col += 8, qd += 8 * MB * kLaneDwords<kS4>) {
+    lane_pipe_column<kS4, MB, kNext, 0>(a, b, cur, next, U, col, qd, Kn, ldk, h, chunk);
+    lane_pipe_column<kS4, MB, kNext, 1>(a, b, cur, next, U, col, qd, Kn, ldk, h, chunk);
+    lane_pipe_column<kS4, MB, kNext, 2>(a, b, cur, next, U, col, qd, Kn, ldk, h, chunk);
+    lane_pipe_column<kS4, MB, kNext, 3>(a, b, cur, next, U, col, qd, Kn, ldk, h, chunk);
+    lane_pipe_column<kS4, MB, kNext, 4>(a, b, cur, next, U, col, qd, Kn, ldk, h, chunk);
+    lane_pipe_column<kS4, MB, kNext, 5>(a, b, cur, next, U, col, qd, Kn, ldk, h, chunk);
+    lane_pipe_column<kS4, MB, kNext, 6>(a, b, cur, next, U, col, qd, Kn, ldk, h, chunk);
+    lane_pipe_column<kS4, MB, kNext, 7>(a, b, cur, next, U, col, qd, Kn, ldk, h, chunk);
+    if (++chunk == nchunks) chunk = 0, ++h;
+  }
+}
+
+// Keys [0, 32 * tiles) of lane_rows for MB <= 2 where whole 64-byte chunks cover the row; returns how many it did.
+template <bool kS4, int MB>
+__attribute__((noinline)) size_t lane_rows_pipelined(size_t N, size_t H, const LaneQuery& q, const uint8_t* K,
+                                                     size_t ldk, float* const* c, size_t ahead) {
+  const size_t bytes = kS4 ? H / 2 : H;
+  const size_t tiles = N / kPipeKeys;
+  if (bytes % kLaneChunk != 0 || bytes > kPipeMaxBytes || tiles == 0) return 0;
+  const size_t nchunks = bytes / kLaneChunk, ncols = bytes / 4;
+  alignas(64) LaneColumns cols[2];  // the current tile's and the next one's, alternating
+  alignas(64) __m512i U[16];        // a transpose between its two halves
+  for (int h = 0; h < 2; ++h)
+    for (size_t chunk = 0; chunk < nchunks; ++chunk)
+      lane_transpose_whole(K, ldk, h, chunk, U, cols[0][h]);
+  for (size_t t = 0; t < tiles; ++t) {
+    const size_t j = t * kPipeKeys;
+    // The next tile is read during this one; ask for the one after it `ahead` rows on, as lane_rows does.
+    if (ahead && j + 2 * kPipeKeys + ahead <= N) prefetch_lines(K + (j + kPipeKeys + ahead) * ldk, kPipeKeys * ldk);
+    LaneSums<MB> a, b;
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
+      a.d0[i] = a.d1[i] = a.d2[i] = a.d3[i] = _mm512_setzero_si512();
+      b.d0[i] = b.d1[i] = b.d2[i] = b.d3[i] = _mm512_setzero_si512();
+    }
+    LaneColumns& cur = cols[t & 1];
+    LaneColumns& next = cols[(t + 1) & 1];
+    if (t + 1 < tiles)
+      lane_pipe_tile<kS4, MB, true>(ncols, nchunks, q, cur, next, U, K + (j + kPipeKeys) * ldk, ldk, a, b);
+    else
+      lane_pipe_tile<kS4, MB, false>(ncols, nchunks, q, cur, next, U, nullptr, ldk, a, b);
+    lane_store(a, q, c, j, 0xffff);
+    lane_store(b, q, c, j + kLaneKeys, 0xffff);
+  }
+  return tiles * kPipeKeys;
 }
 
 template <bool kS4, int MB>
@@ -150,7 +319,9 @@ __attribute__((noinline)) void lane_rows(size_t N, size_t H, const LaneQuery& q,
                                          float* const* c_rows) {
   float* c[MB];
   const size_t ahead = block_prefetch_rows(N, ldk);
-  for (size_t j = 0; j < N; j += kLaneKeys) {
+  size_t j = 0;
+  if constexpr (MB <= 2) j = lane_rows_pipelined<kS4, MB>(N, H, q, K, ldk, c_rows, ahead);
+  for (; j < N; j += kLaneKeys) {
     const size_t kn = std::min(kLaneKeys, N - j);
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
     if (ahead && j + ahead + kLaneKeys <= N) prefetch_lines(K + (j + ahead) * ldk, kLaneKeys * ldk);
