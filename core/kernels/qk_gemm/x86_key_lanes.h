@@ -158,9 +158,8 @@ inline void lane_tile(size_t H, const LaneQuery& q, const uint8_t* K, size_t ldk
 // Here each digit broadcast serves the same column of two 16-key halves, whose columns come from an L1 buffer
 // filled one tile ahead: each column's multiply-adds carry one eighth of the next tile's transpose (4 K rows, or 4
 // cross-lane combinations), so loads, shuffles and multiply-adds overlap. The same integer sums, so the same bits.
-// BM_QKGemm avx512, 2 rows, H=128, N=512 / 2048 (in L2): int8 2.17 -> 2.06 / 8.07 -> 7.62 us (1.92 / 7.15 without
-// the decode prefetch, which is what the DRAM case needs), int4 1.97 -> 1.64 / 7.04 -> 5.94. Decode T=4096 in
-// place, two threads: warm int8 and int4 7-10% faster, through DRAM within the host's noise or a few % faster.
+// BM_QKGemm avx512, 2 rows, H=128, N=512 / 2048 (in L2): int8 2.17 -> 1.96 / 8.03 -> 7.63 us, int4 1.96 -> 1.53 /
+// 7.03 -> 5.48. Decode T=4096 in place: warm steps a few percent faster, through DRAM within the host's noise.
 constexpr size_t kPipeKeys = 32;
 constexpr size_t kPipeMaxBytes = 256;  // K bytes per row: int8 H <= 256, int4 H <= 512
 
