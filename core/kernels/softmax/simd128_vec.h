@@ -275,7 +275,8 @@ struct Vec128 {
     const auto i16 = [](V x, V y) {
       return simde_wasm_i16x8_narrow_i32x4(simde_wasm_i32x4_trunc_sat_f32x4(x), simde_wasm_i32x4_trunc_sat_f32x4(y));
     };
-    const V pairs = simde_wasm_i8x16_add(simde_wasm_i8x16_narrow_i16x8(i16(a, b), i16(c, d)), simde_wasm_i8x16_splat(8));
+    const V pairs =
+        simde_wasm_i8x16_add(simde_wasm_i8x16_narrow_i16x8(i16(a, b), i16(c, d)), simde_wasm_i8x16_splat(8));
     const V low = simde_wasm_v128_and(simde_wasm_v128_or(pairs, simde_wasm_u16x8_shr(pairs, 4)),
                                       simde_wasm_i16x8_splat(0xff));
     simde_wasm_v128_store64_lane(out, simde_wasm_u8x16_narrow_i16x8(low, low), 0);
