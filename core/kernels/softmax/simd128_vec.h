@@ -65,22 +65,18 @@ struct Vec128 {
   static V mac(V a, V b, V acc) { return simde_vfmaq_f32(acc, a, b); }
   static V round_even(V a) { return simde_vrndnq_f32(a); }
   // 16 floats holding integers in [-128, 127] stored as int8 (the conversions are exact).
-  static void store16_s8(int8_t* out, V a, V b, V c, V d) {
+  static simde_int8x16_t narrow16_s8(V a, V b, V c, V d) {
     const auto i16 = [](V x, V y) {
       return simde_vcombine_s16(simde_vmovn_s32(simde_vcvtq_s32_f32(x)), simde_vmovn_s32(simde_vcvtq_s32_f32(y)));
     };
-    simde_vst1q_s8(out, simde_vcombine_s8(simde_vmovn_s16(i16(a, b)), simde_vmovn_s16(i16(c, d))));
+    return simde_vcombine_s8(simde_vmovn_s16(i16(a, b)), simde_vmovn_s16(i16(c, d)));
   }
+  static void store16_s8(int8_t* out, V a, V b, V c, V d) { simde_vst1q_s8(out, narrow16_s8(a, b, c, d)); }
   // 16 floats holding integers in [-8, 7] stored as 8 bytes of nibbles + 8, even element in the low nibble: in each
   // 16-bit lane (even | odd << 8), x | x >> 4 holds even | odd << 4 in its low byte.
   static void store16_s4(uint8_t* out, V a, V b, V c, V d) {
-    const auto i16 = [](V x, V y) {
-      return simde_vcombine_s16(simde_vmovn_s32(simde_vcvtq_s32_f32(x)), simde_vmovn_s32(simde_vcvtq_s32_f32(y)));
-    };
-    const simde_uint8x16_t biased = simde_vaddq_u8(
-        simde_vreinterpretq_u8_s8(simde_vcombine_s8(simde_vmovn_s16(i16(a, b)), simde_vmovn_s16(i16(c, d)))),
-        simde_vdupq_n_u8(8));
-    const simde_uint16x8_t pairs = simde_vreinterpretq_u16_u8(biased);
+    const simde_uint16x8_t pairs = simde_vreinterpretq_u16_u8(
+        simde_vaddq_u8(simde_vreinterpretq_u8_s8(narrow16_s8(a, b, c, d)), simde_vdupq_n_u8(8)));
     simde_vst1_u8(out, simde_vmovn_u16(simde_vorrq_u16(pairs, simde_vshrq_n_u16(pairs, 4))));
   }
   static M ge(V a, V b) { return simde_vcgeq_f32(a, b); }
@@ -262,21 +258,18 @@ struct Vec128 {
   static V mac(V a, V b, V acc) { return simde_wasm_f32x4_add(acc, simde_wasm_f32x4_mul(a, b)); }
   static V round_even(V a) { return simde_wasm_f32x4_nearest(a); }
   // 16 floats holding integers in [-128, 127] stored as int8 (the conversions are exact).
-  static void store16_s8(int8_t* out, V a, V b, V c, V d) {
+  static V narrow16_s8(V a, V b, V c, V d) {
     const auto i16 = [](V x, V y) {
       return simde_wasm_i16x8_narrow_i32x4(simde_wasm_i32x4_trunc_sat_f32x4(x), simde_wasm_i32x4_trunc_sat_f32x4(y));
     };
-    simde_wasm_v128_store(out, simde_wasm_i8x16_narrow_i16x8(i16(a, b), i16(c, d)));
+    return simde_wasm_i8x16_narrow_i16x8(i16(a, b), i16(c, d));
   }
+  static void store16_s8(int8_t* out, V a, V b, V c, V d) { simde_wasm_v128_store(out, narrow16_s8(a, b, c, d)); }
   // 16 floats holding integers in [-8, 7] stored as 8 bytes of nibbles + 8, even element in the low nibble: in each
   // 16-bit lane (even | odd << 8), x | x >> 4 holds even | odd << 4 in its low byte, which the mask and the
   // unsigned narrowing keep.
   static void store16_s4(uint8_t* out, V a, V b, V c, V d) {
-    const auto i16 = [](V x, V y) {
-      return simde_wasm_i16x8_narrow_i32x4(simde_wasm_i32x4_trunc_sat_f32x4(x), simde_wasm_i32x4_trunc_sat_f32x4(y));
-    };
-    const V pairs =
-        simde_wasm_i8x16_add(simde_wasm_i8x16_narrow_i16x8(i16(a, b), i16(c, d)), simde_wasm_i8x16_splat(8));
+    const V pairs = simde_wasm_i8x16_add(narrow16_s8(a, b, c, d), simde_wasm_i8x16_splat(8));
     const V low = simde_wasm_v128_and(simde_wasm_v128_or(pairs, simde_wasm_u16x8_shr(pairs, 4)),
                                       simde_wasm_i16x8_splat(0xff));
     simde_wasm_v128_store64_lane(out, simde_wasm_u8x16_narrow_i16x8(low, low), 0);
