@@ -327,7 +327,8 @@ inline void sv_tile_s4(size_t N, const float* P, size_t ldp, const uint8_t* V, s
     for (int c = 0; c < CB; ++c) {
       const size_t b = b0 + c * I::W;
       const auto x = I::nib_bytes(row + b, kFull ? I::W : std::min(I::W, bytes - b));
-      lo[c] = I::nib_lo(x);
+      if constexpr (MB <= I::kNibbleTableMaxRows) lo[c] = I::nib_lo_table(x);
+      else lo[c] = I::nib_lo(x);
       hi[c] = I::nib_hi(x);
     }
     for (int i = 0; i < MB; ++i) {
