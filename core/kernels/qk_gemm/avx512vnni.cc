@@ -80,18 +80,20 @@ void rows(size_t N, size_t H, const QuantizedQuery* q, const uint8_t* K, size_t 
 
 }  // namespace
 
-// One query row (one query head per KV head, flash decoding) keeps the per-key reductions: there the transpose of
-// the keys-in-lanes kernel costs more than they do (2048 keys, H=128, int4: 4.3 against 4.9 us).
+// One query row (one query head per KV head, flash decoding) keeps the per-key reductions, except on rows of exactly
+// one 64-byte chunk (int8 H=64, int4 H=128), where the 32-key lane tiles cost less. 2048 keys: int8 H=64 2.76-2.81 ->
+// 2.61 us, int4 H=128 3.88-3.92 -> 3.57; at two chunks or part of one the reductions stay ahead (int8 H=128 4.12
+// against 4.79, int4 H=64 2.70 against 3.83).
 void qk_gemm_s8_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
                            size_t ldk, float alpha, float* C, size_t ldc) {
-  if (M == 1)
+  if (M == 1 && H != kLaneChunk)
     return qk_limbs<X86Limbs<Avx512Vnni>, false, qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
   qk_key_lanes<false, qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
 }
 
 void qk_gemm_s4_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
                            size_t ldk, float alpha, float* C, size_t ldc) {
-  if (M == 1)
+  if (M == 1 && H / 2 != kLaneChunk)
     return qk_limbs<X86Limbs<Avx512Vnni>, true, qk_direct<Avx512, S4>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
   qk_key_lanes<true, qk_direct<Avx512, S4>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
 }
