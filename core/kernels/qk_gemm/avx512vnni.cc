@@ -1,6 +1,6 @@
 // attnkit qk_gemm with AVX512-VNNI: the exact int8/int4 limb QK (same bits as every other ISA that has
-// it), with keys in lanes on vpdpbusd for 2+ query rows (x86_key_lanes.h) and with per-key reductions on
-// vpdpwssd for one, and the opt-in approximate int8 per-tensor QK.
+// it), with keys in lanes on vpdpbusd for 2+ query rows and rows of one 64-byte chunk (x86_key_lanes.h) and with
+// per-key reductions on vpdpwssd for other single rows, and the opt-in approximate int8 per-tensor QK.
 // The approximate kernel quantizes the query row symmetrically (s = amax/127, q_i = rint(q / s)), so
 // each score moves by at most alpha * (s/2) * sum_d |k_d| (about 0.4% of amax*sum|k|, the order of
 // ORT's approximate path). vpdpbusd wants unsigned K: bytes are offset by 128 and the offset removed
