@@ -373,10 +373,11 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
     const uint8_t* k = tile.k + static_cast<size_t>(j0) * c.row_bytes;
     if (packed) {
       // SV first reads the block's V rows a column tile at a time, a strided pattern the hardware
-      // prefetchers follow poorly from L3; ask for them into L2 now, while K is packed and scored.
+      // prefetchers follow poorly from L3; ask for them into L2 while K is scored. Asked for before the
+      // packing, they held up the packer's own loads of K.
+      pack_keys(c, s, tile.b, j0, n, k);
       const char* v = reinterpret_cast<const char*>(tile.v + static_cast<size_t>(j0) * c.row_bytes);
       for (size_t at = 0; at < static_cast<size_t>(n) * c.row_bytes; at += 64) __builtin_prefetch(v + at, 0, 2);
-      pack_keys(c, s, tile.b, j0, n, k);
     }
     if (widened) widen_values(c, s, tile.b, j0, static_cast<size_t>(n), tile.v + static_cast<size_t>(j0) * c.row_bytes);
     // SV runs once per run of segments (kFlashRunRows), whose scores are held from s.scores on: every output is the
