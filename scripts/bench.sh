@@ -5,10 +5,16 @@
 # Usage: npm run bench [-- --quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+usage="Usage: npm run bench [-- --quick]"
+quick=""
+case "$#:${1:-}" in
+  0:) ;;
+  1:--quick) quick="--quick" ;;
+  1:-h | 1:--help) echo "$usage"; exit 0 ;;
+  *) printf 'unexpected arguments: %s\n%s\n' "$*" "$usage" >&2; exit 2 ;;
+esac
 bash scripts/setup.sh
 bash scripts/build.sh
-quick=""
-[ "${1:-}" = "--quick" ] && quick="--quick"
 min_time=0.3
 [ -n "$quick" ] && min_time=0.05
 

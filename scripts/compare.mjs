@@ -1,7 +1,6 @@
 // attnkit: the cross-target comparison behind `npm start`. Runs every corpus case (validation cases excluded) on every
 // available target (js/targets/index.js), measures each against the fp64 reference (`attnkit run --reference`), and
 // prints per case the max abs / max rel difference and the median time of each target; writes report/index.html.
-// Usage: node scripts/compare.mjs [--filter SUBSTR] [--targets id,id] [--threads N] [--repeat N] [--out FILE]
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { normalizeCase } from '../js/case.js';
@@ -9,17 +8,32 @@ import { compareOutputs } from '../js/compare.js';
 import { TARGETS } from '../js/targets/index.js';
 import { cliAvailable, defaultCli, repoRoot, runNative } from '../js/targets/native.js';
 
+const USAGE = 'node scripts/compare.mjs [--filter SUBSTR] [--targets id,id] [--threads N] [--repeat N] [--out FILE]';
+
+function usageError(why) {
+  process.stderr.write(`compare: ${why}\nUsage: ${USAGE}\n`);
+  process.exit(2);
+}
+
 function parseArgs(argv) {
   const opts = { filter: '', targets: null, threads: 1, repeat: 5, out: join(repoRoot, 'report/index.html') };
   for (let i = 0; i < argv.length; i++) {
-    const next = () => argv[++i];
+    const next = () => (i + 1 < argv.length ? argv[++i] : usageError(`${argv[i]} needs a value`));
+    const count = () => {
+      const flag = argv[i], n = Number(next());
+      return Number.isInteger(n) && n >= 1 ? n : usageError(`${flag} takes a whole number of at least 1`);
+    };
     switch (argv[i]) {
+      case '-h':
+      case '--help':
+        process.stdout.write(`Usage: ${USAGE}\n`);
+        process.exit(0);
       case '--filter': opts.filter = next(); break;
       case '--targets': opts.targets = next().split(','); break;
-      case '--threads': opts.threads = Number(next()); break;
-      case '--repeat': opts.repeat = Number(next()); break;
+      case '--threads': opts.threads = count(); break;
+      case '--repeat': opts.repeat = count(); break;
       case '--out': opts.out = next(); break;
-      default: throw new Error(`compare: unknown option ${argv[i]}`);
+      default: usageError(`unknown option ${argv[i]}`);
     }
   }
   return opts;
@@ -118,6 +132,8 @@ ${body}</table></body></html>
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
+  const unknown = (opts.targets ?? []).filter((id) => !TARGETS.some((t) => t.id === id));
+  if (unknown.length) usageError(`unknown target ${unknown.join(', ')} (targets: ${TARGETS.map((t) => t.id).join(', ')})`);
   if (!cliAvailable()) throw new Error(`${defaultCli} is missing: run bash scripts/build.sh first`);
   const targets = [];
   for (const t of TARGETS) {

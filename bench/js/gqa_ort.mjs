@@ -1,7 +1,8 @@
 // attnkit bench: GroupQueryAttention on attnkit native (the CLI's `bench`) next to onnxruntime-node 1.30,
 // same cases, same thread counts, in one run, printed as ratios. Shapes are issue 3's (N=16, Nk=8, H=128).
-// Usage: node bench/js/gqa_ort.mjs [--quick] [--threads 1,2] [--iters N] [--rounds R] [--cli PATH]
-import { flag, gqaCase, hasFlag, nativeVsOrt } from './shapes.mjs';
+import { checkArgs, flag, gqaCase, hasFlag, nativeVsOrt } from './shapes.mjs';
+
+checkArgs('node bench/js/gqa_ort.mjs [--quick] [--threads 1,2] [--iters N] [--rounds R] [--cli PATH]');
 
 const quick = hasFlag('--quick');
 const cases = [];

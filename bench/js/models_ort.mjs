@@ -3,8 +3,10 @@
 // speculative decoding's check of drafted tokens),
 // attnkit native (the CLI's `bench`) next to onnxruntime-node 1.30 in one run: issue 3's N=16/Nk=8/H=128 shapes say
 // little about a Phi-3 or a Gemma 2.
-// Usage: node bench/js/models_ort.mjs [--quick] [--threads 1,2] [--iters N] [--rounds R] [--filter SUBSTR] [--cli PATH]
-import { flag, gqaShapeCase as modelCase, hasFlag, nativeVsOrt } from './shapes.mjs';
+import { checkArgs, flag, gqaShapeCase as modelCase, hasFlag, nativeVsOrt } from './shapes.mjs';
+
+checkArgs('node bench/js/models_ort.mjs [--quick] [--threads 1,2] [--iters N] [--rounds R] [--filter SUBSTR] ' +
+  '[--cli PATH]');
 
 const PHI3 = { N: 32, Nk: 32, H: 96, rotary: true };      // Phi-3 mini: multi-head, H = 96
 const LLAMA1B = { N: 32, Nk: 8, H: 64, rotary: true };    // Llama 3.2 1B: 4 query heads per KV head

@@ -12,6 +12,26 @@ export const flag = (name, fallback) => {
 };
 export const benchArgs = argv;
 
+// Checks the command line against a bench's usage line ("node bench/js/x.mjs [--quick] [--iters N] ..."): --help
+// prints it and exits 0; a flag it does not list, or a listed value left out, exits 2 with it on stderr, where a
+// mistyped flag would otherwise run the whole bench for minutes with the defaults.
+export function checkArgs(usage) {
+  const takesValue = new Map([...usage.matchAll(/\[(--[\w-]+)( [^\]]+)?\]/g)].map((m) => [m[1], Boolean(m[2])]));
+  const fail = (why) => {
+    process.stderr.write(`${why}\nUsage: ${usage}\n`);
+    process.exit(2);
+  };
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--help' || argv[i] === '-h') {
+      process.stdout.write(`Usage: ${usage}\n`);
+      process.exit(0);
+    }
+    if (!takesValue.has(argv[i])) fail(`unknown argument: ${argv[i]}`);
+    const name = argv[i];
+    if (takesValue.get(name) && (++i >= argv.length || argv[i].startsWith('--'))) fail(`${name} needs a value`);
+  }
+}
+
 export const GQA = { N: 16, Nk: 8, H: 128 };
 const rand = (seed, low = -1, high = 1) => ({ random: { seed, low, high } });
 

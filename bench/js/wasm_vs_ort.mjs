@@ -5,15 +5,19 @@
 // caches); each decode also as a step of a cache in wasm memory (KvCache, QAttentionCache). ORT web fixes its thread
 // count when its wasm module first loads, so each thread count runs in its own child process (attnkit and ORT side
 // by side in it).
-// Usage: node bench/js/wasm_vs_ort.mjs [--full] [--quick] [--window] [--threads 1,2] [--iters N] [--filter SUBSTR]
-//   [--json FILE] [--dist DIR] [--budget-ms MS] [--native-rounds R]
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createInstance, prepareCase } from '../../js/index.js';
 import { benchNative, cliAvailable, defaultCli } from '../../js/targets/native.js';
 import { runOrt } from '../../js/targets/ort.js';
-import { benchArgs as args, flag, GQA, gqaCase, gqaShapeCase, hasFlag, qattentionCase } from './shapes.mjs';
+import { benchArgs as args, checkArgs, flag, GQA, gqaCase, gqaShapeCase, hasFlag, qattentionCase } from './shapes.mjs';
+
+// Each thread count runs in a child process of this script (--child N, then the parent's flags).
+if (args[0] !== '--child') {
+  checkArgs('node bench/js/wasm_vs_ort.mjs [--full] [--quick] [--window] [--threads 1,2] [--iters N] ' +
+    '[--filter SUBSTR] [--json FILE] [--dist DIR] [--budget-ms MS] [--native-rounds R]');
+}
 
 const full = hasFlag('--full');
 const quick = hasFlag('--quick');
