@@ -1,7 +1,8 @@
 // attnkit benches: the shapes every Node bench runs (issue 3's GQA, any GQA shape for models_ort.mjs, issue 4's
 // QAttention) as case objects, the command-line flags they share, and the attnkit-native-vs-onnxruntime-node loop, so all benches measure the
 // same cases the same way.
-import { benchNative } from '../../js/targets/native.js';
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { runOrt } from '../../js/targets/ort.js';
 
 const argv = process.argv.slice(2);
@@ -113,6 +114,34 @@ export function qattentionCase(S, past) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
+// The native CLI's `bench`, run through native_runner.mjs: a process that measures ORT node or attnkit wasm in itself
+// must not spawn the CLI. After one spawn of /bin/true, a wasm prefill S=T=512 took 2,060 page faults (about 14 us
+// each on this VM) and 58-82 ms on its next call, against 30 ms, and ORT node's prefill ran 25-48 ms in rounds that
+// followed spawns against 14-31 without. Start it before allocating anything large (its own fork write-protects what
+// exists then); close() lets the process exit.
+export function startNativeRunner() {
+  const proc = fork(fileURLToPath(new URL('./native_runner.mjs', import.meta.url)), [],
+    { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+  const pending = new Map();
+  let next = 0;
+  proc.on('message', ({ id, result }) => {
+    pending.get(id)?.(result);
+    pending.delete(id);
+  });
+  proc.on('exit', (code, signal) => {
+    for (const resolve of pending.values()) resolve({ error: `native runner exited (${signal ?? code})` });
+    pending.clear();
+  });
+  return {
+    bench: (caseObject, options) => new Promise((resolve) => {
+      const id = next++;
+      pending.set(id, resolve);
+      proc.send({ id, caseObject, options });
+    }),
+    close: () => proc.connected && proc.disconnect(),
+  };
+}
+
 // onnxruntime-node's pool threads keep spinning for some tens of ms after session.run returns. A 2-thread
 // attnkit run started at once shared its second core with them in 3 of 8 trials and took 1.7-1.9 ms instead
 // of 0.95 ms (QAttention S=128); after a 100 ms pause, 8 of 8 runs were undisturbed.
@@ -130,6 +159,7 @@ function withoutQkNorm(c) {
 }
 
 export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 }) {
+  const runner = startNativeRunner();
   const rows = [];
   for (const c of cases) {
     for (const threads of threadList) {
@@ -141,7 +171,7 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
       // it runs at 1.0-1.6 after 20, and attnkit's two-thread Qwen2.5 step 0.27 ms where it runs at 0.08.
       const warmup = (c.inputs.query ?? c.inputs.input).shape[1] === 1 ? 20 : 8;  // GQA query, QAttention input
       for (let round = 0; round < rounds; round++) {
-        const n = await benchNative(c, { iters, warmup, threads, ...(cli ? { cli } : {}) });
+        const n = await runner.bench(c, { iters, warmup, threads, ...(cli ? { cli } : {}) });
         if (n.error) {
           process.stderr.write(`  attnkit failed: ${n.error}\n`);
           break;
@@ -164,6 +194,7 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
         ratio: ok ? median(ratios) : NaN, spread: ok ? [Math.min(...ratios), Math.max(...ratios)] : [NaN, NaN] });
     }
   }
+  runner.close();
   console.log('case                          threads  attnkit ms    ORT ms   ORT/attnkit  (rounds: min-max)');
   for (const r of rows) {
     console.log(`${r.name.padEnd(30)}${String(r.threads).padStart(4)}${r.attnkitMs.toFixed(3).padStart(12)}`

@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { createInstance, prepareCase } from '../../js/index.js';
 import { benchNative, cliAvailable, defaultCli } from '../../js/targets/native.js';
 import { runOrt } from '../../js/targets/ort.js';
-import { benchArgs as args, checkArgs, flag, GQA, gqaCase, gqaShapeCase, hasFlag, qattentionCase } from './shapes.mjs';
+import { benchArgs as args, checkArgs, flag, GQA, gqaCase, gqaShapeCase, hasFlag, qattentionCase, startNativeRunner }
+  from './shapes.mjs';
 
 // Each thread count runs in a child process of this script (--child N, then the parent's flags).
 if (args[0] !== '--child') {
@@ -155,6 +156,10 @@ function timeCacheCopies(prepared) {
 
 // ---- child: attnkit wasm and ORT web wasm at one thread count ----
 async function child(threads) {
+  const rounds = threads === 1 && cliAvailable() ? NATIVE_ROUNDS : 1;
+  // Native AVX2 runs through a runner started before the module exists: spawning the CLI from here would fork this
+  // process and slow the wasm calls after it (startNativeRunner in shapes.mjs).
+  const runner = rounds > 1 ? startNativeRunner() : null;
   // --dist DIR benchmarks another build of the modules (e.g. a fresh emcmake tree) instead of js/dist.
   const instance = await createInstance({ build: 'simd-threaded', threads, wasmPaths: flag('--dist', undefined) });
   const results = [];
@@ -191,11 +196,10 @@ async function child(threads) {
     try {
       for (let r = 0, t0 = performance.now(); r < Math.max(warmup, 3) || performance.now() - t0 < WARMUP_MS; r++) wasmOut = call();
       into = Object.fromEntries(Object.entries(wasmOut).map(([name, t]) => [name, t.data]));
-      const rounds = threads === 1 && cliAvailable() ? NATIVE_ROUNDS : 1;
       for (let round = 0; round < rounds; round++) {
         const wasmMs = timeWasm();
         if (rounds === 1) break;
-        const native = await benchNative(c, { iters: repeat, warmup, threads: 1, isa: 'avx2' });
+        const native = await runner.bench(c, { iters: repeat, warmup, threads: 1, isa: 'avx2' });
         if (native.error) break;
         avx2Times.push(native.median_us / 1000);
         vsAvx2.push(wasmMs / (native.median_us / 1000));
@@ -237,6 +241,7 @@ async function child(threads) {
       vsOrt: vsOrt.length ? median(vsOrt) : null, vsOrtSpread: vsOrt.length > 1 ? [Math.min(...vsOrt), Math.max(...vsOrt)] : null,
       vsAvx2: vsAvx2.length ? median(vsAvx2) : null, vsAvx2Spread: vsAvx2.length ? [Math.min(...vsAvx2), Math.max(...vsAvx2)] : null });
   }
+  runner?.close();
   const info = instance.info();
   instance.dispose();
   process.stdout.write(`${JSON.stringify({ info: { isa: info.isa, build: info.build }, results })}\n`);
