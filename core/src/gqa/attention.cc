@@ -373,8 +373,8 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
     const uint8_t* k = tile.k + static_cast<size_t>(j0) * c.row_bytes;
     if (packed) {
       // SV first reads the block's V rows a column tile at a time, a strided pattern the hardware
-      // prefetchers follow poorly from L3; ask for them into L2 while K is scored. Asked for before the
-      // packing, they held up the packer's own loads of K.
+      // prefetchers follow poorly from L3; ask for them into L2 while K is scored (after the packing, so they
+      // do not queue ahead of the packer's own loads of K).
       pack_keys(c, s, tile.b, j0, n, k);
       const char* v = reinterpret_cast<const char*>(tile.v + static_cast<size_t>(j0) * c.row_bytes);
       for (size_t at = 0; at < static_cast<size_t>(n) * c.row_bytes; at += 64) __builtin_prefetch(v + at, 0, 2);
