@@ -92,13 +92,6 @@ inline void transpose8x8(__m256 r[8]) {
   r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
-// Bytes of H elements of a cache row.
-inline size_t row_data_bytes(F32, size_t H) { return 4 * H; }
-inline size_t row_data_bytes(F16, size_t H) { return 2 * H; }
-inline size_t row_data_bytes(BF16, size_t H) { return 2 * H; }
-inline size_t row_data_bytes(S8, size_t H) { return H; }
-inline size_t row_data_bytes(S4, size_t H) { return (H + 1) / 2; }
-
 // Panels of 16 keys: 8x8 tiles are converted, transposed and stored; missing keys are zero rows.
 // A prompt's K block comes from L3 (each task of a head packs it again), and the packer's loads waited on it:
 // 4.2% of an fp32 S=T=2048 prefill (`perf`, one thread). Asking for the rows 16 keys ahead, 2.2%.
@@ -106,15 +99,15 @@ template <typename E>
 void pack_x86(size_t N, size_t H, const void* K, size_t ldk, float* panels) {
   constexpr size_t kPackAheadKeys = 16;
   const uint8_t* base = static_cast<const uint8_t*>(K);
-  const size_t row_bytes = row_data_bytes(E{}, H);
-  for (size_t t = 0; t < std::min(N, kPackAheadKeys); ++t) prefetch_lines(base + t * ldk, row_bytes);
+  // Whole rows of ldk bytes, as the streamed kernels ask for them (the cache's rows are packed: ldk is one row).
+  for (size_t t = 0; t < std::min(N, kPackAheadKeys); ++t) prefetch_lines(base + t * ldk, ldk);
   const size_t panel_count = (N + kQkPanelKeys - 1) / kQkPanelKeys;
   for (size_t p = 0; p < panel_count; ++p) {
     float* panel = panels + p * H * kQkPanelKeys;
     for (size_t t0 = 0; t0 < kQkPanelKeys; t0 += 8) {
       const size_t first = p * kQkPanelKeys + t0;
       for (size_t t = first + kPackAheadKeys; t < std::min(N, first + kPackAheadKeys + 8); ++t)
-        prefetch_lines(base + t * ldk, row_bytes);
+        prefetch_lines(base + t * ldk, ldk);
       for (size_t d0 = 0; d0 < H; d0 += 8) {
         __m256 r[8];
         for (size_t t = 0; t < 8; ++t)
