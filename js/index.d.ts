@@ -66,7 +66,9 @@ export type Build = 'simd-threaded' | 'simd';
 export interface InitOptions {
   /** Default threads per call; default: the host's cores, clamped to the threaded build's pool (8). */
   threads?: number;
-  /** 'auto' (default) picks simd-threaded where SharedArrayBuffer and cross-origin isolation allow. */
+  /** 'auto' (default) picks simd-threaded where SharedArrayBuffer and cross-origin isolation allow and more than
+   * one thread is wanted; for one thread (threads: 1, or a one-core host) the single-thread build, whose copies
+   * in and out are faster and which then runs every call on one thread. */
   build?: 'auto' | Build;
   /** Where js/dist's files are served: a prefix ending in '/', or a map from file name to URL/path. */
   wasmPaths?: string | Record<string, string>;

@@ -297,7 +297,8 @@ export class QAttentionCache extends ResidentCache {
 }
 
 // Loads a build. options: { threads (default: available cores, clamped to the build's pool), build
-// ('auto' | 'simd-threaded' | 'simd'), wasmPaths (prefix or { file: url } map) }.
+// ('auto' | 'simd-threaded' | 'simd'; auto takes the single-thread build for one thread), wasmPaths (prefix or
+// { file: url } map) }.
 export async function createInstance({ threads, build = 'auto', wasmPaths } = {}) {
   checkThreads(threads, 'init');
   const detected = detectBuild();
@@ -312,9 +313,16 @@ export async function createInstance({ threads, build = 'auto', wasmPaths } = {}
     reason = `requested by init({ build: '${build}' })`;
   }
   if (!chosen) throw new AttnkitError(`init: ${reason}`, 1);
+  const wanted = threads || (BUILDS[chosen].threaded ? await availableCores() : 1);
+  // One thread gains nothing from the pool, and V8 copies into shared memory up to 1.7x slower (L2/L3-sized
+  // caches; a stateless int8 step at T=512 took 1.18x as long): every input and output crosses that copy.
+  if (build === 'auto' && chosen === 'simd-threaded' && wanted === 1) {
+    chosen = 'simd';
+    reason = threads ? 'one thread requested: single-thread build (copies into unshared memory are faster)'
+      : 'one core available: single-thread build (copies into unshared memory are faster)';
+  }
   const Module = await loadModule(chosen, wasmPaths);
   const maxThreads = Module._attnkit_wasm_max_threads();
-  const wanted = threads || (BUILDS[chosen].threaded ? await availableCores() : 1);
   return new AttnkitInstance(Module, chosen, reason, Math.max(1, Math.min(wanted, maxThreads)), maxThreads);
 }
 

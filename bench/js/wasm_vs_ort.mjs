@@ -1,5 +1,5 @@
-// attnkit bench (issue 5): attnkit's threaded wasm build vs onnxruntime-web's wasm EP, both inside Node, at 1 and 2
-// threads, next to attnkit native single-thread (default ISA and AVX2). Shapes: issue 3's GQA (N=16, Nk=8, H=128;
+// attnkit bench (issue 5): attnkit's wasm build (the one init() picks: single-thread at 1 thread, threaded at 2) vs
+// onnxruntime-web's wasm EP, both inside Node, at 1 and 2 threads, next to attnkit native single-thread (default ISA and AVX2). Shapes: issue 3's GQA (N=16, Nk=8, H=128;
 // prefill S=T 512 [2048 with --full]; decode T 512/2048/4096; fp32/int8/int4 caches) and QAttention (B=1, D=768,
 // N=12, u8 x s8 per-column; S 128/512, and S=1 after 511 past tokens; --window adds decoding through window-sized
 // caches); each decode also as a step of a cache in wasm memory (KvCache, QAttentionCache). ORT web fixes its thread
@@ -17,7 +17,7 @@ import { benchArgs as args, checkArgs, flag, GQA, gqaCase, gqaShapeCase, hasFlag
 // Each thread count runs in a child process of this script (--child N, then the parent's flags).
 if (args[0] !== '--child') {
   checkArgs('node bench/js/wasm_vs_ort.mjs [--full] [--quick] [--window] [--threads 1,2] [--iters N] ' +
-    '[--filter SUBSTR] [--json FILE] [--dist DIR] [--budget-ms MS] [--native-rounds R]');
+    '[--filter SUBSTR] [--json FILE] [--dist DIR] [--build B] [--budget-ms MS] [--native-rounds R]');
 }
 
 const full = hasFlag('--full');
@@ -160,8 +160,9 @@ async function child(threads) {
   // Native AVX2 runs through a runner started before the module exists: spawning the CLI from here would fork this
   // process and slow the wasm calls after it (startNativeRunner in shapes.mjs).
   const runner = rounds > 1 ? startNativeRunner() : null;
-  // --dist DIR benchmarks another build of the modules (e.g. a fresh emcmake tree) instead of js/dist.
-  const instance = await createInstance({ build: 'simd-threaded', threads, wasmPaths: flag('--dist', undefined) });
+  // --dist DIR benchmarks another build of the modules (e.g. a fresh emcmake tree) instead of js/dist; --build
+  // simd-threaded keeps the threaded build at one thread too (auto: what init() picks).
+  const instance = await createInstance({ build: flag('--build', 'auto'), threads, wasmPaths: flag('--dist', undefined) });
   const results = [];
   for (const c of allShapes()) {
     process.stderr.write(`  [${threads}T] ${c.name}\n`);
@@ -268,11 +269,11 @@ const fmtRatio = (x, w = 8) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : '-').p
 async function parent() {
   const shapes = allShapes();
   const byName = Object.fromEntries(shapes.map((c) => [c.name, { c, threads: {} }]));
-  let wasmInfo = null;
+  const wasmInfo = {};
   for (const threads of threadList) {
     process.stderr.write(`attnkit wasm + ORT web wasm, ${threads} thread(s):\n`);
     const { info, results } = await runChild(threads);
-    wasmInfo = info;
+    wasmInfo[threads] = info;
     for (const r of results) byName[r.name].threads[threads] = r;
   }
   const haveNative = cliAvailable();
@@ -289,7 +290,9 @@ async function parent() {
   // ORT/wasm compares fresh output arrays on both sides; wasm/avx2 the reused ones (see child()).
   const head = `${'shape'.padEnd(26)}${'thr'.padStart(4)}${'wasm ms'.padStart(10)}${'fresh ms'.padStart(10)}${'ORT ms'.padStart(10)}${'ORT/fresh'.padStart(10)}`
     + `${'target'.padStart(8)}${'nat ms'.padStart(10)}${'avx2 ms'.padStart(10)}${'wasm/avx2'.padStart(10)}${'|out diff|'.padStart(11)}`;
-  const lines = [`attnkit wasm: ${wasmInfo?.build} build, kernels ${wasmInfo?.isa}; native: ${Object.values(byName)[0]?.nativeIsa ?? '-'} and avx2, 1 thread`, head];
+  const builds = Object.entries(wasmInfo).map(([t, info]) => `${info.build} build at ${t} thread(s)`).join(', ');
+  const lines = [`attnkit wasm: ${builds}, kernels ${Object.values(wasmInfo)[0]?.isa}; `
+    + `native: ${Object.values(byName)[0]?.nativeIsa ?? '-'} and avx2, 1 thread`, head];
   const verdicts = new Map();
   const verdict = (key) => (verdicts.has(key) ? verdicts.get(key) : verdicts.set(key, []).get(key));
   for (const { c, threads, nativeMs } of Object.values(byName)) {

@@ -423,6 +423,20 @@ describe('package entry (default instance)', () => {
     await assert.rejects(attnkit.qAttention({}, {}), AttnkitError);
   });
 
+  test('one thread takes the single-thread build unless the threaded one is asked for', async () => {
+    const one = await attnkit.init({ threads: 1 });
+    assert.equal(one.build, 'simd');
+    assert.match(one.reason, /one thread requested/);
+    assert.equal(one.threads, 1);
+    const { inputs, attrs } = smallGqa();
+    const single = await attnkit.groupQueryAttention(inputs, attrs);
+    const asked = await attnkit.init({ threads: 1, build: 'simd-threaded' });
+    assert.equal(asked.build, 'simd-threaded');
+    assert.equal(asked.threads, 1);
+    const pooled = await attnkit.groupQueryAttention(inputs, attrs, { threads: 2 });
+    assert.deepEqual(pooled.output.data, single.output.data);
+  });
+
   test('threads are clamped to the pthread pool', async () => {
     const info = await attnkit.init({ threads: 64 });
     assert.equal(info.threads, info.maxThreads);
