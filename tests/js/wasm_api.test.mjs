@@ -335,6 +335,40 @@ for (const build of BUILDS) {
       assert.equal(ak.memoryBytes(), warm);
     });
 
+    test('a call whose inputs grow the heap writes and reads the new buffer', async () => {
+      // The byte and DataView views of the heap are kept across calls: the malloc of a call's inputs that grows the
+      // heap must replace them before the inputs are written. `grown` has kept views of its first heap; `direct`
+      // makes the same call first. (`ak` stays small: the 2 GiB test below expects its heap to fail that request.)
+      const grown = await createInstance({ build, threads: 1 });
+      const direct = await createInstance({ build, threads: 1 });
+      try {
+        const { inputs, attrs } = smallGqa(5);
+        const small = grown.groupQueryAttention(inputs, attrs).output.data;
+        assert.deepEqual(small, ak.groupQueryAttention(inputs, attrs).output.data);
+        // One token after 2^18 past tokens: 2 x 32 MB of past, over the 32 MB a module starts with.
+        const P = 1 << 18;
+        const big = {
+          query: materializeTensor({ dtype: 'float32', shape: [1, 1, 64], random: { seed: 12 } }),
+          key: materializeTensor({ dtype: 'float32', shape: [1, 1, 32], random: { seed: 13 } }),
+          value: materializeTensor({ dtype: 'float32', shape: [1, 1, 32], random: { seed: 14 } }),
+          past_key: materializeTensor({ dtype: 'float32', shape: [1, 2, P, 16], random: { seed: 15 } }),
+          past_value: materializeTensor({ dtype: 'float32', shape: [1, 2, P, 16], random: { seed: 16 } }),
+          seqlens_k: { data: new Int32Array([P]), shape: [1] },
+          total_sequence_length: { data: new Int32Array([P + 1]), shape: [] } };
+        const heap = grown.memoryBytes();
+        const result = grown.groupQueryAttention(big, attrs);
+        assert.ok(grown.memoryBytes() > heap, 'the heap must have grown');
+        const expected = direct.groupQueryAttention(big, attrs);
+        for (const name of ['output', 'present_key', 'present_value']) {
+          assert.deepEqual(result[name].data, expected[name].data, name);
+        }
+        assert.deepEqual(grown.groupQueryAttention(inputs, attrs).output.data, small);
+      } finally {
+        grown.dispose();
+        direct.dispose();
+      }
+    });
+
     test('an allocation beyond wasm32 is an AttnkitError and the module keeps working', () => {
       // output_qk of 2 heads x 16384 x 16384 fp32 is 2 GiB: more than one wasm32 allocation can hold. It is out of
       // memory like any failed allocation, not an internal error (a vector's length_error, before).
