@@ -73,7 +73,8 @@ describe('demo page (attnkit wasm in Chromium)', () => {
   test('is cross-origin isolated, loads the threaded build, and matches the native CLI', async () => {
     const name = 'prompt--heads-8-2-h64';
     const { page } = browser;
-    await page.goto(server.url(`js/demo/?case=/tests/cases/gqa/${name}.json`));
+    // Two threads: with one (a one-core host's default) init() would rightly pick the single-thread build.
+    await page.goto(server.url(`js/demo/?case=/tests/cases/gqa/${name}.json&threads=2`));
     await page.waitForFunction(() => window.attnkitDemo !== undefined, null, { timeout: 30000 });
     const demo = await page.evaluate(() => {
       const d = window.attnkitDemo;
