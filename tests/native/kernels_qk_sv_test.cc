@@ -274,6 +274,37 @@ TEST(KernelSvGemm, DecodeBlocksKeepTheBitsOfShortBlocks) {
       }
 }
 
+// Scores keep their bits in any register tile: the x86 direct QK reduces a tile's row x key sums 8 to a reduction
+// tree whatever their rows (AVX512: 7 rows take tiles of 2 keys, 14 sums in 2 trees; one row takes 8 keys), so an
+// M-row call must give every row the bits of that row alone, and of calls over one key at a time.
+TEST(KernelQkGemm, ScoresKeepTheirBitsInAnyTile) {
+  std::mt19937 rng(23);
+  for (CacheElem e : kAllElems)
+    for (size_t H : {64, 72, 128})
+      for (size_t M : {3, 5, 7, 8, 13}) {
+        constexpr size_t N = 37;
+        const size_t ld = ref::cache_row_bytes(e, H);
+        Guarded K(N * ld), Q(M * H * 4);
+        fill_cache(e, N, H, ld, K.as<uint8_t>(), rng);
+        fill_floats(Q.as<float>(), M * H, rng);
+        for (const KernelTable* t : tables()) {
+          const auto where = [&] { return std::string(t->isa) + " " + ref::cache_elem_name(e) + " M=" +
+                                          std::to_string(M) + " H=" + std::to_string(H); };
+          std::vector<float> all(M * N), row(N), key(M);
+          qk_direct(*t, e)(M, N, H, Q.as<float>(), H, K.as<uint8_t>(), ld, 0.5f, all.data(), N);
+          for (size_t i = 0; i < M; ++i) {
+            qk_direct(*t, e)(1, N, H, Q.as<float>() + i * H, H, K.as<uint8_t>(), ld, 0.5f, row.data(), N);
+            ASSERT_EQ(0, std::memcmp(all.data() + i * N, row.data(), N * 4)) << where() << " row " << i;
+          }
+          for (size_t j = 0; j < N; ++j) {
+            qk_direct(*t, e)(M, 1, H, Q.as<float>(), H, K.as<uint8_t>() + j * ld, ld, 0.5f, key.data(), 1);
+            for (size_t i = 0; i < M; ++i)
+              ASSERT_EQ(0, std::memcmp(&all[i * N + j], &key[i], 4)) << where() << " key " << j << " row " << i;
+          }
+        }
+      }
+}
+
 // Rows and columns are cut into register tiles of several sizes (AVX512: 7 rows as 4 + 3; H = 96 as one tile of 6
 // vectors, int4 of 3 byte vectors); each output keeps its chain of multiply-adds over the keys in any tile, so an
 // M-row call gives every row the bits of that row alone, and a call over all H columns those of calls over slices.

@@ -45,6 +45,29 @@ inline void qk_key_pairs(size_t H, const float* const* q, const uint8_t* K, size
   if constexpr (R1 < R) qk_key_pairs<I, E, MB, R, R1>(H, q, K, ldk, ahead, acc);
 }
 
+// alpha times the lane sums of the tile's MB x R accumulators, into c[i][r]. The reduction tree sums every vector
+// the same way whichever of its 8 slots it takes, so the sums are packed 8 to a tree in row-major order: with fewer
+// keys than slots, one tree per row left most of them empty (7 rows x 2 keys: 7 trees where 2 hold all 14 sums;
+// Qwen2.5-0.5B's decode at H=64 spent half its QK in them).
+template <class I, int MB, int R>
+__attribute__((always_inline)) inline void store_scores(typename I::V (&acc)[MB][R], float alpha, float* const* c) {
+  using V = typename I::V;
+  const __m256 a = _mm256_set1_ps(alpha);
+  if constexpr (R == 8) {
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) _mm256_storeu_ps(c[i], _mm256_mul_ps(I::reduce8(acc[i]), a));
+  } else {
+    constexpr int kSums = MB * R;
+    ATTNKIT_UNROLL for (int g = 0; g < kSums; g += 8) {
+      V pad[8];
+      ATTNKIT_UNROLL for (int k = 0; k < 8; ++k) pad[k] = g + k < kSums ? acc[(g + k) / R][(g + k) % R] : I::zero();
+      alignas(32) float tmp[8];
+      _mm256_store_ps(tmp, _mm256_mul_ps(I::reduce8(pad), a));
+      ATTNKIT_UNROLL for (int k = 0; k < 8; ++k)
+        if (g + k < kSums) c[(g + k) / R][(g + k) % R] = tmp[k];
+    }
+  }
+}
+
 // One block: MB query rows x R keys starting at K; c[i] points at the output of query row i, key 0.
 template <class I, class E, int MB, int R>
 inline void qk_tile(size_t H, const float* const* q, const uint8_t* K, size_t ldk, const uint8_t* ahead,
@@ -61,19 +84,7 @@ inline void qk_tile(size_t H, const float* const* q, const uint8_t* K, size_t ld
   } else {
     qk_key_pairs<I, E, MB, R, 0>(H, q, K, ldk, ahead, acc);
   }
-  const __m256 a = _mm256_set1_ps(alpha);
-  ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
-    V pad[8];
-    ATTNKIT_UNROLL for (int r = 0; r < 8; ++r) pad[r] = r < R ? acc[i][r] : I::zero();
-    const __m256 s = _mm256_mul_ps(I::reduce8(pad), a);
-    if (R == 8) {
-      _mm256_storeu_ps(c[i], s);
-    } else {
-      alignas(32) float tmp[8];
-      _mm256_store_ps(tmp, s);
-      for (int r = 0; r < R; ++r) c[i][r] = tmp[r];
-    }
-  }
+  store_scores<I, MB, R>(acc, alpha, c);
 }
 
 // s4: q holds, per query row, the even elements then the odd elements, each zero-padded to Hp
@@ -98,14 +109,7 @@ inline void qk_tile_s4(size_t H, size_t Hp, const float* const* q, const uint8_t
       }
     }
   }
-  const __m256 a = _mm256_set1_ps(alpha);
-  for (int i = 0; i < MB; ++i) {
-    V pad[8];
-    for (int r = 0; r < 8; ++r) pad[r] = r < R ? acc[i][r] : I::zero();
-    alignas(32) float tmp[8];
-    _mm256_store_ps(tmp, _mm256_mul_ps(I::reduce8(pad), a));
-    for (int r = 0; r < R; ++r) c[i][r] = tmp[r];
-  }
+  store_scores<I, MB, R>(acc, alpha, c);
 }
 
 template <class I, class E, int MB>
