@@ -50,6 +50,20 @@ inline void qk128_key_pairs(size_t H, const float* const* q, const uint8_t* K, s
   if constexpr (R1 < R) qk128_key_pairs<T, E, MB, R, R1>(H, q, K, ldk, acc);
 }
 
+// *out[k] = alpha * the lane sum of acc[k], k < n, four sums at a time (T::sums4 keeps T::hsum's bits).
+template <class T, int n>
+inline void qk128_store_scores(const typename T::V* acc, float alpha, float* const* out) {
+  using V = typename T::V;
+  ATTNKIT_UNROLL for (int g = 0; g < n; g += 4) {
+    V v[4];
+    ATTNKIT_UNROLL for (int k = 0; k < 4; ++k) v[k] = g + k < n ? acc[g + k] : T::zero();
+    float s[4];
+    T::store(s, T::mul(T::sums4(v), T::set1(alpha)));
+    ATTNKIT_UNROLL for (int k = 0; k < 4; ++k)
+      if (g + k < n) *out[g + k] = s[k];
+  }
+}
+
 template <class T, class E, int MB, int R>
 inline void qk128_tile(size_t H, const float* const* q, const uint8_t* K, size_t ldk, float alpha,
                        float* const* c) {
@@ -58,8 +72,10 @@ inline void qk128_tile(size_t H, const float* const* q, const uint8_t* K, size_t
   ATTNKIT_UNROLL for (int i = 0; i < MB; ++i)
     ATTNKIT_UNROLL for (int r = 0; r < R; ++r) acc[i][r] = T::zero();
   qk128_key_pairs<T, E, MB, R, 0>(H, q, K, ldk, acc);
+  float* out[MB * R];
   ATTNKIT_UNROLL for (int i = 0; i < MB; ++i)
-    ATTNKIT_UNROLL for (int r = 0; r < R; ++r) c[i][r] = alpha * T::hsum(acc[i][r]);
+    ATTNKIT_UNROLL for (int r = 0; r < R; ++r) out[i * R + r] = c[i] + r;
+  qk128_store_scores<T, MB * R>(&acc[0][0], alpha, out);
 }
 
 template <class T, class E, int MB>
@@ -74,10 +90,12 @@ void qk128_rows(size_t N, size_t H, const float* const* q, const uint8_t* K, siz
       typename T::V acc[MB][2];
       for (int i = 0; i < MB; ++i) acc[i][0] = acc[i][1] = T::zero();
       qk128_key_pairs<T, E, MB, 2, 0>(H, q, K + j * ldk, half * ldk, acc);
+      float* out[2 * MB];
       for (int i = 0; i < MB; ++i) {
-        c_rows[i][j] = alpha * T::hsum(acc[i][0]);
-        c_rows[i][j + half] = alpha * T::hsum(acc[i][1]);
+        out[2 * i] = c_rows[i] + j;
+        out[2 * i + 1] = c_rows[i] + j + half;
       }
+      qk128_store_scores<T, 2 * MB>(&acc[0][0], alpha, out);
     }
     j = 2 * half;
   }

@@ -100,6 +100,11 @@ struct Vec128 {
   static V scale_by_pow2(V p, V n) { return mul(p, pow2_of_int_valued(n)); }  // n integer-valued in [-126, 127]
   static float hmax(V v) { return simde_vmaxvq_f32(v); }
   static float hsum(V v) { return simde_vaddvq_f32(v); }
+  // Lane k = hsum(v[k]), with its bits.
+  static V sums4(const V v[4]) {
+    const float s[4] = {hsum(v[0]), hsum(v[1]), hsum(v[2]), hsum(v[3])};
+    return simde_vld1q_f32(s);
+  }
   static V bits(Vi v) { return simde_vreinterpretq_f32_s32(v); }
 
   // 8 cache elements [d, d+8) as lo (first 4) and hi.
@@ -304,6 +309,15 @@ struct Vec128 {
     float l[4];
     store(l, v);
     return (l[0] + l[1]) + (l[2] + l[3]);
+  }
+  // Lane k = hsum(v[k]), in the same order: 6 shuffles and 3 adds for four sums, where each hsum went through
+  // memory (a store, four loads, three scalar adds).
+  static V sums4(const V v[4]) {
+    const auto pairs = [](V a, V b) {  // [a0+a1, a2+a3, b0+b1, b2+b3]
+      return simde_wasm_f32x4_add(simde_wasm_i32x4_shuffle(a, b, 0, 2, 4, 6), simde_wasm_i32x4_shuffle(a, b, 1, 3, 5, 7));
+    };
+    const V x = pairs(v[0], v[1]), y = pairs(v[2], v[3]);
+    return simde_wasm_f32x4_add(simde_wasm_i32x4_shuffle(x, y, 0, 2, 4, 6), simde_wasm_i32x4_shuffle(x, y, 1, 3, 5, 7));
   }
 
   static void load8(F32, const uint8_t* row, size_t d, V& lo, V& hi) {
