@@ -1,5 +1,6 @@
 // attnkit bench (issue 5): attnkit's wasm build (the one init() picks: single-thread at 1 thread, threaded at 2) vs
-// onnxruntime-web's wasm EP, both inside Node, at 1 and 2 threads, next to attnkit native single-thread (default ISA and AVX2). Shapes: issue 3's GQA (N=16, Nk=8, H=128;
+// onnxruntime-web's wasm EP, both inside Node, at 1 and 2 threads, next to attnkit native single-thread (default ISA
+// and AVX2). Shapes: issue 3's GQA (N=16, Nk=8, H=128;
 // prefill S=T 512 [2048 with --full]; decode T 512/2048/4096; fp32/int8/int4 caches) and QAttention (B=1, D=768,
 // N=12, u8 x s8 per-column; S 128/512, and S=1 after 511 past tokens; --window adds decoding through window-sized
 // caches); each decode also as a step of a cache in wasm memory (KvCache, QAttentionCache). ORT web fixes its thread
@@ -162,7 +163,8 @@ async function child(threads) {
   const runner = rounds > 1 ? startNativeRunner() : null;
   // --dist DIR benchmarks another build of the modules (e.g. a fresh emcmake tree) instead of js/dist; --build
   // simd-threaded keeps the threaded build at one thread too (auto: what init() picks).
-  const instance = await createInstance({ build: flag('--build', 'auto'), threads, wasmPaths: flag('--dist', undefined) });
+  const instance = await createInstance({ build: flag('--build', 'auto'), threads,
+    wasmPaths: flag('--dist', undefined) });
   const results = [];
   for (const c of allShapes()) {
     process.stderr.write(`  [${threads}T] ${c.name}\n`);

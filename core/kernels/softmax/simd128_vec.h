@@ -314,7 +314,8 @@ struct Vec128 {
   // memory (a store, four loads, three scalar adds).
   static V sums4(const V v[4]) {
     const auto pairs = [](V a, V b) {  // [a0+a1, a2+a3, b0+b1, b2+b3]
-      return simde_wasm_f32x4_add(simde_wasm_i32x4_shuffle(a, b, 0, 2, 4, 6), simde_wasm_i32x4_shuffle(a, b, 1, 3, 5, 7));
+      return simde_wasm_f32x4_add(simde_wasm_i32x4_shuffle(a, b, 0, 2, 4, 6),
+                                  simde_wasm_i32x4_shuffle(a, b, 1, 3, 5, 7));
     };
     const V x = pairs(v[0], v[1]), y = pairs(v[2], v[3]);
     return simde_wasm_f32x4_add(simde_wasm_i32x4_shuffle(x, y, 0, 2, 4, 6), simde_wasm_i32x4_shuffle(x, y, 1, 3, 5, 7));
