@@ -97,7 +97,7 @@ export class AttnkitInstance {
     }
     const threads = Math.min(options.threads || this.threads, this.maxThreads);
     try {
-      return runOperator(this.Module, op, inputs, attrs, { ...options, threads });
+      return runOperator(this.Module, op, inputs, attrs, options, threads);
     } catch (e) {
       if (e instanceof AttnkitError) throw e;
       // A trap leaves the module in an unknown state: refuse further calls rather than compute garbage.
@@ -199,8 +199,7 @@ export class KvCache extends ResidentCache {
   // attrs: its attributes. Returns { output }.
   step(inputs, attrs, options = {}) {
     const [inst, handle] = this._live();
-    const threads = this._threads(options, inst);
-    return stepKvCache(inst.Module, handle, inputs, attrs, { ...options, threads });
+    return stepKvCache(inst.Module, handle, inputs, attrs, options, this._threads(options, inst));
   }
 
   // Tokens the cache stands for (rotary positions go on from here); `rows` of them are held, fewer with a window.
@@ -263,8 +262,7 @@ export class QAttentionCache extends ResidentCache {
   // inputs: QAttention's inputs without past; attrs: its attributes. Returns { output }.
   step(inputs, attrs, options = {}) {
     const [inst, handle] = this._live();
-    const threads = this._threads(options, inst);
-    return stepQAttentionCache(inst.Module, handle, inputs, attrs, { ...options, threads });
+    return stepQAttentionCache(inst.Module, handle, inputs, attrs, options, this._threads(options, inst));
   }
 
   get length() {

@@ -445,10 +445,10 @@ function qattentionCachePlan(normalized, attrs, outputs) {
 }
 
 // Runs one operator through attnkit_run. inputs: { name: { data, shape, dtype? } }; attrs: ORT attribute
-// names; options: { outputs?: string[], threads?: number, path?: 'auto'|'naive'|'flash', into?: { name: TypedArray } }.
-export function runOperator(Module, op, inputs, attrs, options = {}) {
-  const threads = options.threads ?? 0;
-  return callPacked(Module, op, inputs, attrs, { ...options, op }, (a, count, shared) => {
+// names; options: { outputs?: string[], path?: 'auto'|'naive'|'flash', into?: { name: TypedArray } }; threads: 0 for
+// the module's default. (Arguments, not spread into options: a spread per call was a tenth of a small step's time.)
+export function runOperator(Module, op, inputs, attrs, { outputs, path, into } = {}, threads = 0) {
+  return callPacked(Module, op, inputs, attrs, { outputs, path, into, op }, (a, count, shared) => {
     if (!shared) return Module._attnkit_run(a.op, a.attrs, a.records, count, a.outputs, threads, a.path, a.resultSlot);
     const entry = shared.entry === 'qattention' ? Module._attnkit_run_qattention_in_place
       : Module._attnkit_run_gqa_in_place;
@@ -457,9 +457,7 @@ export function runOperator(Module, op, inputs, attrs, options = {}) {
 }
 
 // One step of a KV cache living in wasm memory (attnkit_kv_cache_step); returns { output }.
-export function stepKvCache(Module, cache, inputs, attrs, options = {}) {
-  const threads = options.threads ?? 0;
-  const { path, into } = options;
+export function stepKvCache(Module, cache, inputs, attrs, { path, into } = {}, threads = 0) {
   return callPacked(Module, 'GroupQueryAttention', inputs, attrs, { path, into }, (args, count) =>
     Module._attnkit_kv_cache_step(cache, args.attrs, args.records, count, threads, args.path, args.resultSlot));
 }
@@ -534,9 +532,7 @@ export function createQAttentionCache(Module, { batch = 1, heads, headSize, capa
     Module._attnkit_qattention_cache_create(n.batch, n.heads, n.headSize, n.capacity, slots, slots + 4));
 }
 
-export function stepQAttentionCache(Module, cache, inputs, attrs, options = {}) {
-  const threads = options.threads ?? 0;
-  const { path, into } = options;
+export function stepQAttentionCache(Module, cache, inputs, attrs, { path, into } = {}, threads = 0) {
   return callPacked(Module, 'QAttention', inputs, attrs, { path, into }, (args, count) =>
     Module._attnkit_qattention_cache_step(cache, args.attrs, args.records, count, threads, args.path,
       args.resultSlot));
