@@ -12,6 +12,13 @@
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
+#if defined(__x86_64__)
+#include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+#endif
 
 namespace attnkit {
 
@@ -36,6 +43,9 @@ extern const GemmU8X8Kernels kGemmU8X8_wasm128;
 extern const GemmU8X8Kernels kGemmU8X8_avxvnni;
 extern const GemmU8X8Kernels kGemmU8X8_avx512vnni;
 extern const GemmU8X8Kernels kGemmU8X8_neon_dotprod;
+#if defined(ATTNKIT_HAVE_GEMM_U8X8_AMX)
+extern const GemmU8X8Kernels kGemmU8X8_amx;
+#endif
 void qk_gemm_s8_approx_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq,
                                   const void* K, size_t ldk, float alpha, float* C, size_t ldc);
 void qk_gemm_s8_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
@@ -46,10 +56,27 @@ void qk_gemm_s4_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t 
 namespace {
 
 struct CpuFeatures {
-  bool avx2 = false, fma = false, f16c = false, avx512 = false, avx512vnni = false, avxvnni = false;
+  bool avx2 = false, fma = false, f16c = false, avx512 = false, avx512vnni = false, avxvnni = false, amx = false;
   bool dotprod = false;
   std::vector<std::string> names;
 };
+
+#if defined(__x86_64__)
+// AMX-INT8 tiles, where the OS keeps their state: Linux (5.16 and later) does so for a process that asks, and
+// without asking the first tile instruction faults.
+bool amx_int8_usable() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool tile = d & (1u << 24), int8 = d & (1u << 25);
+  if (!tile || !int8) return false;
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+#endif
 
 const CpuFeatures& cpu() {
   static const CpuFeatures features = [] {
@@ -74,6 +101,9 @@ const CpuFeatures& cpu() {
     f.avx512vnni = note(__builtin_cpu_supports("avx512vnni"), "avx512vnni") && f.avx512;
     note(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
     f.avxvnni = note(__builtin_cpu_supports("avxvnni"), "avxvnni") && f.avx2;
+#if defined(__x86_64__)
+    f.amx = f.avx512vnni && note(amx_int8_usable(), "amx-int8");
+#endif
 #elif defined(__aarch64__)
     f.names.push_back("neon");
 #if defined(__linux__) && defined(HWCAP_ASIMDDP)
@@ -147,6 +177,9 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
     ATTNKIT_FILL(avx512, f.avxvnni ? kGemmU8X8_avxvnni : kGemmU8X8_avx2);
     if (f.avx512vnni) {
       t->gemm_u8x8 = kGemmU8X8_avx512vnni;
+#if defined(ATTNKIT_HAVE_GEMM_U8X8_AMX)
+      if (f.amx) t->gemm_u8x8 = kGemmU8X8_amx;
+#endif
       // The exact integer limb QK (limb_query.h), bit-identical to scalar and wasm.
       t->qk.s8 = qk_gemm_s8_avx512vnni;
       t->qk.s4 = qk_gemm_s4_avx512vnni;

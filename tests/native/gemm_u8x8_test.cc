@@ -1,6 +1,6 @@
 // attnkit tests: the gemm_u8x8 projection kernels, every variant this host runs (SIMDe-emulated NEON and
 // wasm128 included), against an int64 reference. The results are integers, so the check is equality.
-// Shapes cover K and N tails of every kernel granule (4/16/64), strided A/B, and the extreme operands
+// Shapes cover K and N tails of every kernel granule (4/16/64; AMX's 16 rows), strided A/B, and the extreme operands
 // that saturate AVX2 maddubs (u8 255 x s8 -128 pairs) and the largest K for which int32 is exact.
 #include <algorithm>
 #include <gtest/gtest.h>
@@ -102,7 +102,7 @@ TEST(GemmU8X8, ListsScalarAndHostVariants) {
 TEST(GemmU8X8, RandomShapesWithTails) {
   const size_t shapes[][3] = {{1, 1, 1},   {1, 16, 4},   {3, 17, 5},   {8, 16, 64},  {9, 33, 63},
                               {5, 64, 65}, {4, 15, 3},   {13, 70, 129}, {2, 48, 100}, {17, 31, 257},
-                              {1, 96, 768}, {7, 130, 31}};
+                              {1, 96, 768}, {7, 130, 31}, {16, 64, 64}, {33, 130, 200}, {48, 192, 768}};
   uint32_t seed = 1;
   for (const auto& s : shapes) {
     for (bool b_signed : {true, false}) {
@@ -123,7 +123,7 @@ TEST(GemmU8X8, SaturatingOperandsAreExact) {
       {false, 255, 0, 0, 255},                    {false, 128, 128, 128, 128}};
   for (const Ext& e : cases) {
     for (size_t K : {1, 3, 4, 63, 64, 65, 1000}) {
-      check_all_variants(extreme_case(5, 19, K, e.s, e.a, e.b, e.za, e.zb), "extreme K=" + std::to_string(K));
+      check_all_variants(extreme_case(21, 70, K, e.s, e.a, e.b, e.za, e.zb), "extreme K=" + std::to_string(K));
     }
   }
 }
@@ -131,7 +131,7 @@ TEST(GemmU8X8, SaturatingOperandsAreExact) {
 // The packed form as the QAttention driver runs it: A packed once, B packed in a few column ranges,
 // C computed per column range (one granule, then the rest), every variant that has it; same bits.
 TEST(GemmU8X8, PackedFormByColumnRanges) {
-  const size_t shapes[][3] = {{1, 130, 768}, {5, 200, 65}, {13, 64, 3}, {9, 257, 129}};
+  const size_t shapes[][3] = {{1, 130, 768}, {5, 200, 65}, {13, 64, 3}, {9, 257, 129}, {40, 200, 129}};
   uint32_t seed = 50;
   for (const auto& sh : shapes) {
     for (bool b_signed : {true, false}) {

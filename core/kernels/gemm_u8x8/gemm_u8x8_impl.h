@@ -218,9 +218,10 @@ struct StoresRows<Micro, std::void_t<decltype(&Micro::store_rows)>> : std::true_
 // Packer::group packs one row group of a strip (and adds to its column sums); Packer::finish puts a
 // strip's column sums into column order. An ISA may pack in its own column order as long as its
 // micro-kernel stores the tile in column order.
-template <size_t MR, size_t NR, bool kSignedA, typename Micro, typename Packer = Dot4Packer<NR>>
+// K is padded (zero bytes of A, b' = 0 groups of B) to a multiple of KPad: 4, or a tile's depth for AMX.
+template <size_t MR, size_t NR, bool kSignedA, typename Micro, typename Packer = Dot4Packer<NR>, size_t KPad = 4>
 struct Dot4Gemm {
-  static size_t kpad(size_t K) { return round_up(K, 4); }
+  static size_t kpad(size_t K) { return round_up(K, KPad); }
   static size_t a_bytes(size_t M, size_t K) { return round_up(M * kpad(K), 64) + M * sizeof(int32_t); }
   static size_t strip_bytes(size_t K) { return kpad(K) * NR + 2 * NR * sizeof(int32_t); }
   static size_t b_bytes(size_t K, size_t N) { return round_up(N, NR) / NR * strip_bytes(K); }
@@ -263,29 +264,59 @@ struct Dot4Gemm {
     for (size_t s = s0; s < s1; ++s) Packer::finish(sums_at(s));
   }
 
+  static const int32_t* row_sums(size_t M, size_t K, const void* packed_a) {
+    return reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(packed_a) + round_up(M * kpad(K), 64));
+  }
+
   // sum (a - za)(b' - zb') = dot(a, b') - zb' * rowsum(a) - za * colsum(b') + K * za * zb', in uint32
-  // arithmetic: exact modulo 2^32, hence exact when the true value fits int32. Row-invariant terms are
-  // hoisted so the per-element loop has a fixed trip count and vectorizes.
+  // arithmetic: exact modulo 2^32, hence exact when the true value fits int32. The row-invariant terms of
+  // strip s go to ep (with its dequantization constants); returns the strip.
+  static const uint8_t* strip_epilogue(size_t N, size_t K, size_t s, const void* packed_b, int32_t a_zp,
+                                       const GemmU8X8Dequant* dequant, Dot4Epilogue<NR>* ep) {
+    const uint32_t za = uint32_t(kSignedA ? a_zp - 128 : a_zp);
+    const uint8_t* strip = static_cast<const uint8_t*>(packed_b) + s * strip_bytes(K);
+    const int32_t* colsum = reinterpret_cast<const int32_t*>(strip + kpad(K) * NR);
+    const int32_t* zp = colsum + NR;
+    for (size_t c = 0; c < NR; ++c) {
+      ep->col_term[c] = uint32_t(K) * za * uint32_t(zp[c]) - za * uint32_t(colsum[c]);
+      ep->zp_neg[c] = 0u - uint32_t(zp[c]);
+    }
+    ep->dequant = dequant != nullptr;
+    const size_t nr = N - s * NR < NR ? N - s * NR : NR;
+    strip_dequant<NR>(dequant, s * NR, nr, ep->scale, ep->bias);
+    return strip;
+  }
+
+  // Rows [0, mr) of a tile of raw sums (row stride NR, column order), finished: the per-element loop has a fixed trip
+  // count and vectorizes.
+  static void store_tile(size_t mr, const int32_t* tile, size_t nr, const Dot4Epilogue<NR>& ep, const int32_t* rowsum,
+                         int32_t* C, size_t ldc) {
+    for (size_t r = 0; r < mr; ++r) {
+      const uint32_t rs = uint32_t(rowsum[r]);
+      int32_t fixed[NR];
+      for (size_t c = 0; c < NR; ++c)
+        fixed[c] = int32_t(uint32_t(tile[r * NR + c]) + ep.zp_neg[c] * rs + ep.col_term[c]);
+      store_row<NR>(fixed, nr, ep.scale, ep.bias, ep.dequant, C + r * ldc);
+    }
+  }
+
   static void compute(size_t M, size_t N, size_t K, size_t n0, size_t n1, const void* packed_a, int32_t a_zp,
                       const void* packed_b, int32_t* C, size_t ldc, const GemmU8X8Dequant* dequant) {
+    compute_rows(0, M, N, K, n0, n1, packed_a, a_zp, packed_b, C, ldc, dequant);
+  }
+
+  // compute for rows [m_begin, M) only (a driver with a bigger tile for the rows before).
+  static void compute_rows(size_t m_begin, size_t M, size_t N, size_t K, size_t n0, size_t n1, const void* packed_a,
+                           int32_t a_zp, const void* packed_b, int32_t* C, size_t ldc, const GemmU8X8Dequant* dequant) {
     const size_t kp = kpad(K);
     const uint8_t* a = static_cast<const uint8_t*>(packed_a);
-    const int32_t* rowsum = reinterpret_cast<const int32_t*>(a + round_up(M * kp, 64));
-    const uint32_t za = uint32_t(kSignedA ? a_zp - 128 : a_zp);
+    const int32_t* rowsum = row_sums(M, K, packed_a);
     alignas(64) int32_t tile[MR * NR];
     Dot4Epilogue<NR> ep;
-    ep.dequant = dequant != nullptr;
-    for (size_t s = n0 / NR; s * NR < n1; ++s) {
-      const uint8_t* strip = static_cast<const uint8_t*>(packed_b) + s * strip_bytes(K);
-      const int32_t* colsum = reinterpret_cast<const int32_t*>(strip + kp * NR);
-      const int32_t* zp = colsum + NR;
-      for (size_t c = 0; c < NR; ++c) {
-        ep.col_term[c] = uint32_t(K) * za * uint32_t(zp[c]) - za * uint32_t(colsum[c]);
-        ep.zp_neg[c] = 0u - uint32_t(zp[c]);
-      }
+    for (size_t s = n0 / NR; s * NR < n1 && m_begin < M; ++s) {
+      const uint8_t* strip = strip_epilogue(N, K, s, packed_b, a_zp, dequant, &ep);
       const size_t nr = N - s * NR < NR ? N - s * NR : NR;
-      strip_dequant<NR>(dequant, s * NR, nr, ep.scale, ep.bias);
-      for (size_t m0 = 0; m0 < M; m0 += MR) {
+      for (size_t m0 = m_begin; m0 < M; m0 += MR) {
         const size_t mr = M - m0 < MR ? M - m0 : MR;
         const uint8_t* rows[MR];
         tile_rows<uint8_t, MR>(a, kp, m0, mr, rows);
@@ -297,13 +328,7 @@ struct Dot4Gemm {
           }
         }
         Micro::run(mr, rows, kp / 4, reinterpret_cast<const int8_t*>(strip), tile);
-        for (size_t r = 0; r < mr; ++r) {
-          const uint32_t rs = uint32_t(rowsum[m0 + r]);
-          int32_t fixed[NR];
-          for (size_t c = 0; c < NR; ++c)
-            fixed[c] = int32_t(uint32_t(tile[r * NR + c]) + ep.zp_neg[c] * rs + ep.col_term[c]);
-          store_row<NR>(fixed, nr, ep.scale, ep.bias, ep.dequant, C + (m0 + r) * ldc + s * NR);
-        }
+        store_tile(mr, tile, nr, ep, rowsum + m0, C + m0 * ldc + s * NR, ldc);
       }
     }
   }

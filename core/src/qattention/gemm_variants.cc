@@ -1,5 +1,5 @@
 // attnkit: lists the gemm_u8x8 variants compiled in (ATTNKIT_HAVE_GEMM_U8X8_<ISA>) and runnable here.
-// Emulated ones (NEON and wasm128 through SIMDe on x86) are included: they are exact, just slow.
+// Emulated ones (NEON and wasm128 through SIMDe on x86, AMX on scalar tiles) are included: exact, just slow.
 #include "qattention/gemm_variants.h"
 
 #include "dispatch.h"
@@ -13,6 +13,10 @@ extern const GemmU8X8Kernels kGemmU8X8_avxvnni;
 #endif
 #if defined(ATTNKIT_HAVE_GEMM_U8X8_AVX512VNNI)
 extern const GemmU8X8Kernels kGemmU8X8_avx512vnni;
+#endif
+#if defined(ATTNKIT_HAVE_GEMM_U8X8_AMX)
+extern const GemmU8X8Kernels kGemmU8X8_amx;
+extern const GemmU8X8Kernels kGemmU8X8_amx_emulated;
 #endif
 #if defined(ATTNKIT_HAVE_GEMM_U8X8_NEON)
 extern const GemmU8X8Kernels kGemmU8X8_neon;
@@ -29,8 +33,13 @@ std::vector<GemmU8X8Kernels> gemm_u8x8_variants() {
   if (cpu_has_feature("avxvnni")) out.push_back(kGemmU8X8_avxvnni);
 #endif
 #if defined(ATTNKIT_HAVE_GEMM_U8X8_AVX512VNNI)
-  if (cpu_has_feature("avx512bw") && cpu_has_feature("avx512vl") && cpu_has_feature("avx512vnni"))
-    out.push_back(kGemmU8X8_avx512vnni);
+  const bool avx512vnni = cpu_has_feature("avx512bw") && cpu_has_feature("avx512vl") && cpu_has_feature("avx512vnni");
+  if (avx512vnni) out.push_back(kGemmU8X8_avx512vnni);
+#endif
+#if defined(ATTNKIT_HAVE_GEMM_U8X8_AMX)
+  // The AMX driver on scalar tiles (its packing and epilogue are AVX512-VNNI's), then on the CPU's own.
+  if (avx512vnni) out.push_back(kGemmU8X8_amx_emulated);
+  if (cpu_has_feature("amx-int8")) out.push_back(kGemmU8X8_amx);
 #endif
 #if defined(ATTNKIT_HAVE_GEMM_U8X8_NEON)
   out.push_back(kGemmU8X8_neon);
