@@ -1,6 +1,6 @@
 // attnkit: the thread pool under stress. Many short parallel regions back to back, with task counts
 // that change from region to region, are where a worker still leaving one region meets the caller
-// preparing the next: every task must run exactly once, and no region may hang.
+// preparing the next: every task must run exactly once, and no region may hang. Also its default size.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,6 +12,11 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__) && !defined(__EMSCRIPTEN__)
+#include <sched.h>
+#endif
+
+#include "common/available_cpus.h"
 #include "common/thread_pool.h"
 
 namespace attnkit {
@@ -75,6 +80,37 @@ TEST(ThreadPool, ShortRegionsOfChangingSizeRunEachTaskOnce) {
       ASSERT_EQ(runs[t].load(), t < tasks ? 1 : 0) << "region " << region << " task " << t << " of " << tasks;
   }
 }
+
+TEST(AvailableCpus, CgroupQuotasRoundUpAndNoLimitIsZero) {
+  EXPECT_EQ(cpus_from_cgroup_quota("max 100000"), 0);
+  EXPECT_EQ(cpus_from_cgroup_quota("200000 100000"), 2);
+  EXPECT_EQ(cpus_from_cgroup_quota("150000 100000"), 2);
+  EXPECT_EQ(cpus_from_cgroup_quota("50000 100000"), 1);
+  EXPECT_EQ(cpus_from_cgroup_quota("-1 100000"), 0);  // cgroup v1: no limit
+  EXPECT_EQ(cpus_from_cgroup_quota(""), 0);
+  EXPECT_EQ(cpus_from_cgroup_quota("12x 100000"), 0);
+  EXPECT_EQ(cpus_from_cgroup_quota("100000 0"), 0);
+}
+
+#if defined(__linux__) && !defined(__EMSCRIPTEN__)
+// Under taskset or a container's cpuset the default thread count follows the CPUs the process may use, not the
+// machine's (std::thread::hardware_concurrency() ignores both).
+TEST(AvailableCpus, FollowsTheAffinityMask) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+  EXPECT_GE(available_cpus(), 1);
+  EXPECT_LE(available_cpus(), CPU_COUNT(&saved));
+  int first = 0;
+  while (!CPU_ISSET(first, &saved)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  const int pinned = available_cpus();
+  ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
+  EXPECT_EQ(pinned, 1);
+}
+#endif
 
 }  // namespace
 }  // namespace attnkit

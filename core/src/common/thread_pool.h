@@ -9,7 +9,7 @@ namespace attnkit {
 
 // Threads a call with RunOptions::threads == requested will use (0 = the pool's default).
 int resolve_threads(int requested);
-// The pool's default thread count: ATTNKIT_NUM_THREADS, else hardware concurrency.
+// The pool's default thread count: ATTNKIT_NUM_THREADS, else the CPUs this process may use (available_cpus.h).
 int default_threads();
 
 // Runs fn(task, worker) for task in [0, tasks) on up to `threads` threads; worker in [0, threads)
