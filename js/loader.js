@@ -119,11 +119,33 @@ export async function loadModule(build, wasmPaths) {
   }
 }
 
-// Cores the host reports; the threaded build's default thread count.
+// CPUs a cgroup quota allows, rounded up, from cgroup v2's cpu.max text ("max 100000", "150000 100000") or v1's
+// "quota period" (quota -1: none); 0 when there is no limit or the text does not parse. The native library's
+// cpus_from_cgroup_quota, for Node 20, whose availableParallelism() follows the affinity mask but not a quota.
+export function cpusFromCgroupQuota(text) {
+  const m = /^\s*(\S+)\s+(\d+)\s*$/.exec(text ?? '');
+  if (!m || m[1] === 'max' || !/^-?\d+$/.test(m[1])) return 0;
+  const quota = Number(m[1]), period = Number(m[2]);
+  return quota > 0 && period > 0 ? Math.ceil(quota / period) : 0;
+}
+
+// The CPUs this process may use; the threaded build's default thread count. In Node: the affinity mask, lowered to
+// the cgroup quota at the namespace root (where Docker and Kubernetes put a container's --cpus).
 export async function availableCores() {
   if (isNode) {
     const os = await import('node:os');
-    return os.availableParallelism ? os.availableParallelism() : os.cpus().length;
+    const fs = await import('node:fs');
+    const cores = os.availableParallelism ? os.availableParallelism() : os.cpus().length;
+    const read = (file) => {
+      try {
+        return fs.readFileSync(file, 'utf8').split('\n')[0];
+      } catch {
+        return '';
+      }
+    };
+    const v1 = `${read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us')} ${read('/sys/fs/cgroup/cpu/cpu.cfs_period_us')}`;
+    const quota = cpusFromCgroupQuota(read('/sys/fs/cgroup/cpu.max')) || cpusFromCgroupQuota(v1);
+    return Math.max(1, quota ? Math.min(cores, quota) : cores);
   }
   return globalThis.navigator?.hardwareConcurrency || 1;
 }

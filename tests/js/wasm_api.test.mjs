@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 
 import * as attnkit from '../../js/index.js';
 import { AttnkitError, createInstance } from '../../js/index.js';
+import { availableCores, cpusFromCgroupQuota } from '../../js/loader.js';
 import { normalizeInput } from '../../js/marshal.js';
 import { compareTensors, materializeTensor, qkDefinedColumns } from '../../js/case.js';
 
@@ -118,6 +119,22 @@ test('dtype inference: unambiguous typed arrays only', () => {
   assert.throws(() => one(new Uint16Array(2)), (e) => e instanceof AttnkitError && /give dtype/.test(e.message));
   assert.throws(() => one(new Uint8ClampedArray(2)), AttnkitError);
   assert.throws(() => one(new Int32Array(2), 'int64'), (e) => e instanceof AttnkitError && /int64 needs a BigInt64Array/.test(e.message));
+});
+
+// A container's --cpus is a cgroup quota that Node 20's availableParallelism() does not see; the default thread
+// count takes it into account as the native library does (its AvailableCpus tests parse the same texts).
+test('the default thread count: cgroup quotas round up, no limit is 0, and it follows the affinity mask', async () => {
+  const cases = [['max 100000', 0], ['200000 100000', 2], ['150000 100000', 2], ['50000 100000', 1],
+    ['-1 100000', 0], ['', 0], ['12x 100000', 0], ['100000 0', 0]];
+  for (const [text, want] of cases) assert.equal(cpusFromCgroupQuota(text), want, JSON.stringify(text));
+  const cores = await availableCores();
+  assert.ok(cores >= 1 && cores <= os.availableParallelism(), `${cores} cores`);
+  if (process.platform === 'linux' && spawnSync('taskset', ['--version']).status === 0) {
+    const loader = new URL('../../js/loader.js', import.meta.url).href;
+    const pinned = spawnSync('taskset', ['-c', '0', process.execPath, '--input-type=module', '-e',
+      `import { availableCores } from '${loader}'; console.log(await availableCores());`], { encoding: 'utf8' });
+    assert.equal(pinned.stdout.trim(), '1', pinned.stderr);
+  }
 });
 
 // onnxruntime-node's Tensor is onnxruntime-common's, the class onnxruntime-web hands out too.
