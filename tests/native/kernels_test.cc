@@ -87,6 +87,27 @@ TEST(KernelKvQuant, DequantizeIsExactProduct) {
     }
 }
 
+// Every byte lands, whatever the alignments and sizes (the streaming forms copy an unaligned head and a tail around
+// their aligned stores); the destination's bytes around the range stay as they were.
+TEST(KernelKvQuant, CopyStreamingCopiesExactlyTheRange) {
+  std::mt19937 rng(9);
+  for (const KernelTable* t : tables())
+    for (size_t bytes : {0, 1, 31, 32, 33, 63, 64, 65, 127, 200, 4096 + 17})
+      for (size_t src_at : {0, 1, 7})
+        for (size_t dst_at : {0, 1, 13, 32, 63}) {
+          Guarded src(src_at + bytes), dst(dst_at + bytes + 8);
+          for (size_t i = 0; i < src_at + bytes; ++i) src.as<uint8_t>()[i] = static_cast<uint8_t>(rng());
+          std::memset(dst.as<uint8_t>(), 0x5A, dst_at + bytes + 8);
+          t->kv.copy_streaming(dst.as<uint8_t>() + dst_at, src.as<uint8_t>() + src_at, bytes);
+          for (size_t i = 0; i < dst_at + bytes + 8; ++i) {
+            const bool inside = i >= dst_at && i < dst_at + bytes;
+            const uint8_t want = inside ? src.as<uint8_t>()[src_at + i - dst_at] : 0x5A;
+            ASSERT_EQ(want, dst.as<uint8_t>()[i]) << t->isa << " bytes=" << bytes << " src_at=" << src_at
+                                                  << " dst_at=" << dst_at << " i=" << i;
+          }
+        }
+}
+
 // Storage conversion must equal common/half.h bit for bit: every fp16/bf16 pattern back to fp32,
 // and fp32 inputs covering normal, subnormal, overflow-boundary, every tie and NaN cases.
 TEST(KernelKvQuant, HalfConversionsBitExactVsHalfH) {
@@ -328,7 +349,7 @@ TEST(KernelDispatch, EveryListedIsaHasACompleteTable) {
     EXPECT_TRUE(t->qk.f32 && t->qk.f16 && t->qk.bf16 && t->qk.s8 && t->qk.s4 && t->qk.packed);
     EXPECT_TRUE(t->qk.f16_finite && t->qk.pack_f16_finite && t->sv.f16_finite);
     EXPECT_TRUE(t->sv.f32 && t->sv.f16 && t->sv.bf16 && t->sv.s8 && t->sv.s4);
-    EXPECT_TRUE(t->kv.quantize_s8 && t->kv.quantize_s4 && t->kv.to_f16 && t->kv.to_bf16);
+    EXPECT_TRUE(t->kv.quantize_s8 && t->kv.quantize_s4 && t->kv.to_f16 && t->kv.to_bf16 && t->kv.copy_streaming);
     EXPECT_TRUE(t->softmax.exp_sum && t->softmax.softcap && t->rotary.apply);
   }
 }

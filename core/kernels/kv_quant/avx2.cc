@@ -7,6 +7,6 @@ namespace attnkit {
 extern const KvQuantKernels kKvQuant_avx2;
 const KvQuantKernels kKvQuant_avx2 = {to_f16_x86,         to_bf16_x86,         from_f16_x86,
                                         from_bf16_x86,      quantize_s8_x86,     quantize_s4_x86,
-                                        dequantize_s8_x86,  dequantize_s4_x86};
+                                        dequantize_s8_x86,  dequantize_s4_x86,  copy_streaming_x86};
 
 }  // namespace attnkit

@@ -23,6 +23,13 @@ struct KvQuantKernels {
   // x[d] = q[d] * scale[d] (scale has n entries).
   void (*dequantize_s8)(const int8_t* q, const float* scale, size_t n, float* out);
   void (*dequantize_s4)(const uint8_t* q, const float* scale, size_t n, float* out);
+  // dst[0, bytes) = src[0, bytes) for cache rows no one reads back soon: where the ISA has non-temporal stores,
+  // dst's lines go to memory without first being read into the cache (2 bytes of memory traffic per byte copied,
+  // not 3), and the stores are fenced, so once it returns they are ordered like ordinary ones. Else a memcpy.
+  void (*copy_streaming)(uint8_t* dst, const uint8_t* src, size_t bytes);
 };
+
+// The copy_streaming of ISAs without non-temporal stores (scalar, NEON through SIMDe, wasm).
+void copy_streaming_memcpy(uint8_t* dst, const uint8_t* src, size_t bytes);
 
 }  // namespace attnkit

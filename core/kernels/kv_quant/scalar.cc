@@ -1,6 +1,7 @@
 // attnkit kv_quant kernels, scalar: the bit-exact definition of quantize-on-write (spec §3) and of the
 // fp16/bf16 storage conversion (common/half.h). SIMD files must reproduce these integers exactly.
 #include <cmath>
+#include <cstring>
 
 #include "common/half.h"
 #include "kv_quant/kv_quant.h"
@@ -35,9 +36,13 @@ void dequantize_s4_scalar(const uint8_t* q, const float* scale, size_t n, float*
 
 }  // namespace
 
+void copy_streaming_memcpy(uint8_t* dst, const uint8_t* src, size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+}
+
 extern const KvQuantKernels kKvQuant_scalar;
 const KvQuantKernels kKvQuant_scalar = {to_f16_rows,       to_bf16_rows,      from_f16_rows,
                                         from_bf16_rows,    quantize_s8_scalar,  quantize_s4_scalar,
-                                        dequantize_s8_scalar, dequantize_s4_scalar};
+                                        dequantize_s8_scalar, dequantize_s4_scalar, copy_streaming_memcpy};
 
 }  // namespace attnkit

@@ -8,6 +8,7 @@ namespace attnkit {
 extern const KvQuantKernels kKvQuant_wasm128;
 const KvQuantKernels kKvQuant_wasm128 = {
     to_f16_128<Vec128>,        to_bf16_128<Vec128>,     from_16bit_128<Vec128, F16>, from_16bit_128<Vec128, BF16>,
-    quantize_s8_128<Vec128>,   quantize_s4_128<Vec128>, dequantize_s8_128<Vec128>,   dequantize_s4_128};
+    quantize_s8_128<Vec128>,   quantize_s4_128<Vec128>, dequantize_s8_128<Vec128>,   dequantize_s4_128,
+    copy_streaming_memcpy};
 
 }  // namespace attnkit

@@ -4,6 +4,10 @@
 #pragma once
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 #include "common/half.h"
 #include "kv_quant/kv_quant.h"
 #include "kv_quant/quant_scalar.h"
@@ -119,6 +123,25 @@ void from_bf16_x86(const uint16_t* x, size_t n, float* out) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_slli_epi32(w, 16));
   }
   for (; i < n; ++i) out[i] = bf16_to_float(x[i]);
+}
+
+// 32-byte streams on both ISAs: write-combining buffers fill whole lines either way, and the copy is bound by
+// memory, not by the stores issued.
+void copy_streaming_x86(uint8_t* dst, const uint8_t* src, size_t bytes) {
+  const size_t head = std::min(bytes, (32 - reinterpret_cast<uintptr_t>(dst) % 32) % 32);
+  if (head > 0) std::memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i), a);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 32), b);
+  }
+  for (; i + 32 <= bytes; i += 32)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+  if (i < bytes) std::memcpy(dst + i, src + i, bytes - i);
+  _mm_sfence();  // non-temporal stores are weakly ordered: another thread may read these rows next
 }
 
 }  // namespace
