@@ -1,7 +1,7 @@
 // attnkit tests: split-KV decoding over caches longer than one chunk (the op grid's pasts stay under
-// one), where each chunk task copies its own past rows into the stateless present before attending.
-// Checks the present bytes against the reference, stateless against in-place bit for bit, and
-// 1 against 3 threads.
+// one), and a short chunk of tokens after them, where the attention tasks copy their own past rows into the
+// stateless present (streamed past the cache, reading the past where it lies, once the present is large).
+// Checks the present bytes against the reference, stateless against in-place bit for bit, and 1 against 3 threads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,15 +19,19 @@ using namespace testing_gqa;
 // Ragged batch of two decode steps over ~1300 and ~900 cached rows: several 512-row chunks, a
 // partial last chunk, and a capacity past both lengths (the rows beyond stay zero in the present).
 // With 8 KV heads over ~3000 and ~2100 rows there are enough tasks for longer chunks (plan_gqa).
+// A chunk of 4 tokens after ~3000 rows (one entry: ORT's chunked prefill takes no batch).
 struct LongDecode {
   int64_t heads = 4, kv_heads = 2, past = 1400, total = 1301;
-  std::vector<int32_t> seqlens{1300, 900};
+  std::vector<int32_t> seqlens{1300, 900};  // one per batch entry
+  int64_t seq = 1;
 };
 const LongDecode kManyHeads{16, 8, 3200, 3001, {3000, 2100}};
+const LongDecode kChunkAfterPast{16, 8, 3200, 3001, {3000}, 4};
 
 GqaCase long_decode_case(int bits, int64_t window, const LongDecode& shape) {
   CaseSpec s;
-  s.batch = 2, s.seq = 1, s.heads = shape.heads, s.kv_heads = shape.kv_heads, s.head_size = 64;
+  s.batch = static_cast<int64_t>(shape.seqlens.size()), s.seq = shape.seq;
+  s.heads = shape.heads, s.kv_heads = shape.kv_heads, s.head_size = 64;
   s.past = shape.past;
   s.seqlens = shape.seqlens;
   s.total = shape.total;
@@ -91,11 +95,15 @@ TEST(GqaSplitKv, Float32LongDecodeWindowed) { check_long_decode(0, 700); }
 TEST(GqaSplitKv, Int8LongDecode) { check_long_decode(8, -1); }
 TEST(GqaSplitKv, Int4LongDecodeWindowed) { check_long_decode(4, 600); }
 
-GqaTiling flash_plan(GqaCase c) {
-  const GqaInputs in = c.inputs();
+GqaProblem problem_of(const GqaCase& c, const GqaInputs& in) {
   GqaProblem p;
   EXPECT_TRUE(validate_gqa(in, c.attrs, c.request, &p).ok());
-  return plan_gqa(p, true);
+  return p;
+}
+
+GqaTiling flash_plan(GqaCase c) {
+  const GqaInputs in = c.inputs();
+  return plan_gqa(problem_of(c, in), true);
 }
 
 // The shapes above do run the chunk lengths they are meant to cover.
@@ -113,6 +121,28 @@ TEST(GqaSplitKv, ManyHeadsTakeLongChunks) {
 }
 TEST(GqaSplitKv, Float32LongChunks) { check_long_decode(0, -1, kManyHeads); }
 TEST(GqaSplitKv, Int8LongChunksWindowed) { check_long_decode(8, 2500, kManyHeads); }
+TEST(GqaSplitKv, Int8ChunkAfterLongPast) { check_long_decode(8, -1, kChunkAfterPast); }
+TEST(GqaSplitKv, Float32ChunkAfterLongPastWindowed) { check_long_decode(0, 1800, kChunkAfterPast); }
+
+// Which copies stream: past and present together hold 0.6-5.3 MiB in the small shape, 6-12 MiB for int8 and int4
+// in the others and 48 MiB (kManyHeads) or 24.2 MiB (kChunkAfterPast) for fp32, around stream_past_rows' 24 MiB;
+// the chunk of 4 tokens is copied by its flash tasks, not before them.
+TEST(GqaSplitKv, LargeCachesAreStreamed) {
+  const auto streams = [](int bits, const LongDecode& shape) {
+    GqaCase c = long_decode_case(bits, -1, shape);
+    const GqaInputs in = c.inputs();
+    return stream_past_rows(problem_of(c, in));
+  };
+  EXPECT_FALSE(streams(0, LongDecode()));
+  EXPECT_FALSE(streams(8, kManyHeads));
+  EXPECT_TRUE(streams(0, kManyHeads));
+  EXPECT_TRUE(streams(0, kChunkAfterPast));
+  GqaCase chunk = long_decode_case(0, -1, kChunkAfterPast);
+  const GqaInputs in = chunk.inputs();
+  const GqaProblem p = problem_of(chunk, in);
+  EXPECT_TRUE(flash_tasks_copy_past(p, plan_gqa(p, true), false));
+}
+TEST(GqaSplitKv, Float32ChunkAfterLongPast) { check_long_decode(0, -1, kChunkAfterPast); }
 
 }  // namespace
 }  // namespace attnkit

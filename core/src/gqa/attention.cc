@@ -1,21 +1,18 @@
 // attnkit: the attention stage of GroupQueryAttention over the present cache, naive and flash.
-// A task is (batch, kv head, block of query rows[, KV chunk]): the G query heads sharing a kv head are
-// stacked into one row tile so every K/V byte is read once per task. Flash keeps a running (max, sum,
-// unnormalized output) per row; decoding splits the keys into fixed chunks merged by log-sum-exp.
+// A task is (batch, kv head, block of query rows): the G query heads sharing a kv head are stacked into one row
+// tile so every K/V byte is read once per task. Flash keeps a running (max, sum, unnormalized output) per row;
+// decoding with few tiles for the threads splits the keys into chunks instead (split_kv.cc).
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 
 #include "common/thread_pool.h"
-#include "gqa/driver.h"
+#include "gqa/attention_tasks.h"
 
 namespace attnkit {
-namespace {
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+namespace gqa_attention {
 // Scores at or below this (a -inf mask, or the lowest float that exporters add as finfo.min) are masked. A row
 // with no score above it is fully masked: probability 0 everywhere and an output of 0, the answer of ORT's fp32
 // and quantized flash paths (its naive path, which it takes for fp16, softcap or a single key, gives NaN).
@@ -31,59 +28,7 @@ bool all_masked(const float* x, size_t n) {
 // row NaN (exp(s - max) is NaN), as in ORT and the reference, masked keys or not.
 bool sink_is_nan_source(float sink) { return !(sink < std::numeric_limits<float>::infinity()); }
 
-// Scratch is written before it is read, so it comes unzeroed from the tensor pool: per-call mmaps,
-// page faults and zero-fills of a few hundred KiB otherwise cost more than a short decode step.
-using ScratchFloats = std::vector<float, TensorAllocator<float>>;
-
-bool approx_vnni_requested() {
-  static const bool on = [] {
-    const char* v = std::getenv("ATTNKIT_QKGEMM_S8_APPROX_VNNI");
-    return v && std::strcmp(v, "1") == 0;
-  }();
-  return on;
-}
-
-// Everything a task needs that is the same for all tasks of the call.
-struct AttentionContext {
-  const GqaProblem& p;
-  const KernelTable& kt;
-  const GqaTiling& t;
-  size_t row_bytes;
-  QkGemmFn qk_direct;
-  QkPackFn qk_pack;
-  SvGemmFn sv;
-  // For the keys below finite_keys() (else the three above).
-  QkGemmFn qk_direct_finite;
-  QkPackFn qk_pack_finite;
-  SvGemmFn sv_finite;
-  SvWidenFn sv_widen;           // when the tiling widens V (v_widen_keys > 0)
-  SvWidenFn sv_widen_finite;
-  int64_t packed_min_rows;      // tiles of this many rows or more pack K (above)
-  float alpha;                  // score scale with a per-tensor K scale folded in
-  const float* v_scale;         // per kv head and channel (Nk*H) when V is quantized, else nullptr
-  const float* sink;            // per query head when a sink is used (0 for smooth softmax)
-  GqaOutputs* outputs;
-  // Where flash_tasks_copy_past: the present buffers each task copies its (b, kv head)'s past rows into.
-  uint8_t* copy_key_into;
-  uint8_t* copy_value_into;
-};
-
-// Per-thread scratch carved out of one buffer.
-struct Scratch {
-  float* q_tile;   // M x H query rows (per-channel K scales folded in)
-  float* o_tile;   // M x H output accumulator
-  float* scores;   // score_rows x span
-  float* row_max;  // M
-  float* row_sum;  // M
-  float* panels;   // packed K block
-  float* v_block;  // a prompt's V block in fp32 (v_widen_keys x H)
-  float* bias;     // one bias row segment
-  float* work;     // the query row loader's work area
-  size_t span;
-};
-
 Scratch carve(const GqaTiling& t, int64_t H, ScratchFloats& buf) {
-  // buf was sized before the parallel region: an allocation failure must not happen on a worker.
   const size_t M = static_cast<size_t>(t.task_rows);
   const size_t span = static_cast<size_t>(t.flash ? t.kv_block : t.naive_span);
   Scratch s;
@@ -101,14 +46,56 @@ Scratch carve(const GqaTiling& t, int64_t H, ScratchFloats& buf) {
   return s;
 }
 
-// One task's rows: query positions [i0, i1) of entry b, all G heads of kv head g, and the cache
-// rows of that (b, g).
-struct Tile {
-  int64_t b, g, i0, i1;
+Tile tile_of(const AttentionContext& c, int64_t index) {
+  const GqaProblem& p = c.p;
+  const int64_t blk = c.query_blocks - 1 - index % c.query_blocks, bg = index / c.query_blocks;
+  const int64_t b = bg / p.kv_heads, query_rows = c.t.query_rows;
+  const size_t base = static_cast<size_t>(bg * p.present_len) * c.row_bytes;  // rows of (b, g) start at bg * Mp
+  Tile tile{b, bg % p.kv_heads, blk * query_rows, std::min(p.seq, (blk + 1) * query_rows), c.present_key + base,
+            c.present_value + base};
+  if (c.read_past) {
+    const size_t past_base = static_cast<size_t>(bg * p.past_capacity + p.past_src[b]) * c.row_bytes;
+    tile.past_k = p.inputs->past_key->as<uint8_t>() + past_base;
+    tile.past_v = p.inputs->past_value->as<uint8_t>() + past_base;
+    tile.past_rows = std::min(p.past_len[b], p.past_capacity);
+  }
+  return tile;
+}
+
+bool approx_vnni_requested() {
+  static const bool on = [] {
+    const char* v = std::getenv("ATTNKIT_QKGEMM_S8_APPROX_VNNI");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+// Keys [j0, j0 + n) of a tile, where the kernels read them.
+struct BlockRows {
   const uint8_t* k;
   const uint8_t* v;
-  int64_t rows() const { return i1 - i0; }
 };
+
+// Where the tasks copy the past into the present, a block's past rows are copied right before it is attended
+// over, so the past is read from memory once. A block wholly inside the past is then read where it lies, still in
+// cache after the copy read it, and the copy itself may stream the present past the cache (copy_read_past: two
+// bytes of memory traffic per byte, not three); the block holding the new rows reads the present, copied with
+// ordinary stores so that it is in cache too. Both hold the same bytes: the bits do not depend on which is read.
+BlockRows block_rows(const AttentionContext& c, const Tile& tile, int64_t j0, int64_t n) {
+  const size_t at = static_cast<size_t>(j0) * c.row_bytes;
+  if (!c.copy_key_into) return {tile.k + at, tile.v + at};
+  if (c.read_past && j0 + n <= tile.past_rows) {
+    fill_past_rows(c.p, tile.b, tile.g, j0, j0 + n, c.copy_key_into, c.copy_value_into, c.copy_read_past);
+    return {tile.past_k + at, tile.past_v + at};
+  }
+  fill_past_rows(c.p, tile.b, tile.g, j0, j0 + n, c.copy_key_into, c.copy_value_into, copy_streaming_memcpy);
+  return {tile.k + at, tile.v + at};
+}
+
+void copy_unread_past(const AttentionContext& c, const Tile& tile, int64_t r0, int64_t r1) {
+  if (!c.copy_key_into) return;
+  fill_past_rows(c.p, tile.b, tile.g, r0, r1, c.copy_key_into, c.copy_value_into, c.copy_read_past);
+}
 
 // Keys [0, finite_keys) of entry b are past rows known to hold no fp16 inf or NaN (GqaKvCache's): the kernels'
 // finite forms read them, the exact ones the rest (the step's new rows). Each score, and each output's chain over
@@ -205,9 +192,7 @@ void transform_scores(const AttentionContext& c, const Scratch& s, int64_t b, in
   }
 }
 
-// Scales an output row and writes it to output[b, i, h*H : (h+1)*H] in the query dtype.
-void write_output_row(const AttentionContext& c, const Tile& tile, int64_t hh, int64_t i, float* o,
-                      float inv_sum) {
+void write_output_row(const AttentionContext& c, const Tile& tile, int64_t hh, int64_t i, float* o, float inv_sum) {
   const GqaProblem& p = c.p;
   const int64_t H = p.head_size, h = tile.g * p.group + hh;
   if (c.v_scale) {
@@ -241,7 +226,6 @@ void write_qk_row(const AttentionContext& c, const Tile& tile, int64_t hh, int64
   store_float_row(c.kt, row, n, p.dtype, c.outputs->output_qk.storage.data(), offset);
 }
 
-// The union of the keys the tile's rows see; empty (lo == hi) when none see any.
 void task_key_range(const GqaProblem& p, const Tile& tile, int64_t* lo_out, int64_t* hi_out) {
   int64_t kv_lo = std::numeric_limits<int64_t>::max(), kv_hi = 0;
   for (int64_t i = tile.i0; i < tile.i1; ++i) {
@@ -349,8 +333,6 @@ struct SvRun {
   int64_t r0 = 0, r1 = 0, k0 = 0, k1 = 0;
 };
 
-// Flash: online softmax over keys [c0, c1) of the task's visible range, in blocks of Bc keys.
-// Leaves the unnormalized output in o_tile and the running max/sum in row_max/row_sum.
 void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t c0, int64_t c1,
                 bool start_with_sink) {
   const GqaProblem& p = c.p;
@@ -369,17 +351,17 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
   const bool widened = c.t.v_widen_keys > 0 && M > kRowSegment;
   for (int64_t j0 = c0; j0 < c1; j0 += Bc) {
     const int64_t n = std::min(Bc, c1 - j0);
-    if (c.copy_key_into) fill_past_rows(p, tile.b, tile.g, j0, j0 + n, c.copy_key_into, c.copy_value_into);
-    const uint8_t* k = tile.k + static_cast<size_t>(j0) * c.row_bytes;
+    const BlockRows block = block_rows(c, tile, j0, n);
+    const uint8_t* k = block.k;
     if (packed) {
       // SV first reads the block's V rows a column tile at a time, a strided pattern the hardware
       // prefetchers follow poorly from L3; ask for them into L2 while K is scored (after the packing, so they
       // do not queue ahead of the packer's own loads of K).
       pack_keys(c, s, tile.b, j0, n, k);
-      const char* v = reinterpret_cast<const char*>(tile.v + static_cast<size_t>(j0) * c.row_bytes);
+      const char* v = reinterpret_cast<const char*>(block.v);
       for (size_t at = 0; at < static_cast<size_t>(n) * c.row_bytes; at += 64) __builtin_prefetch(v + at, 0, 2);
     }
-    if (widened) widen_values(c, s, tile.b, j0, static_cast<size_t>(n), tile.v + static_cast<size_t>(j0) * c.row_bytes);
+    if (widened) widen_values(c, s, tile.b, j0, static_cast<size_t>(n), block.v);
     // SV runs once per run of segments (kFlashRunRows), whose scores are held from s.scores on: every output is the
     // same chain over the same keys, so the bits do not depend on how rows are grouped.
     SvRun run;
@@ -391,7 +373,7 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
                     s.o_tile + run.r0 * H, static_cast<size_t>(H), true);
       else if (rows > 0)
         accumulate_values(c, tile.b, j0 + run.k0, rows, keys, s.scores + run.k0, s.span,
-                          tile.v + static_cast<size_t>(j0 + run.k0) * c.row_bytes, s.o_tile + run.r0 * H, true);
+                          block.v + static_cast<size_t>(run.k0) * c.row_bytes, s.o_tile + run.r0 * H, true);
       run = SvRun();
     };
     for (int64_t r0 = 0; r0 < M; r0 += kRowSegment) {
@@ -435,10 +417,8 @@ void flash_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
   task_key_range(c.p, tile, &kv_lo, &kv_hi);
   load_q_tile(c, tile, s);
   flash_rows(c, s, tile, kv_lo, kv_hi, c.p.use_sink);
-  if (c.copy_key_into) {  // and the past rows none of the task's query rows sees (those before a window)
-    fill_past_rows(c.p, tile.b, tile.g, 0, kv_lo, c.copy_key_into, c.copy_value_into);
-    fill_past_rows(c.p, tile.b, tile.g, kv_hi, c.p.past_len[tile.b], c.copy_key_into, c.copy_value_into);
-  }
+  copy_unread_past(c, tile, 0, kv_lo);
+  copy_unread_past(c, tile, kv_hi, c.p.past_len[tile.b]);
   prefetch_output_rows(c, tile);
   for (int64_t r = 0; r < M; ++r) {
     const float sum = s.row_sum[r];
@@ -446,55 +426,25 @@ void flash_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
   }
 }
 
-// Split-KV decoding, phase 1: one chunk of keys; the partial (max, sum, output) goes to `partial`.
-void decode_chunk_task(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t chunk, float* partial) {
-  const int64_t H = c.p.head_size, M = c.p.group * tile.rows();
-  int64_t kv_lo, kv_hi;
-  task_key_range(c.p, tile, &kv_lo, &kv_hi);
-  const int64_t c0 = std::max(kv_lo, chunk * c.t.kv_chunk);
-  const int64_t c1 = std::min(kv_hi, (chunk + 1) * c.t.kv_chunk);
-  load_q_tile(c, tile, s);
-  flash_rows(c, s, tile, c0, std::max(c0, c1), false);
-  for (int64_t r = 0; r < M; ++r) {
-    float* out = partial + r * (H + 2);
-    out[0] = s.row_max[r];
-    out[1] = s.row_sum[r];
-    std::memcpy(out + 2, s.o_tile + r * H, H * sizeof(float));
-  }
-}
+}  // namespace gqa_attention
 
-// Phase 2: merges the chunks of one (b, kv head) by log-sum-exp rescaling, in chunk order.
-void decode_merge_task(const AttentionContext& c, const Tile& tile, const float* partials, float* o) {
-  const GqaProblem& p = c.p;
-  const int64_t H = p.head_size, nq = tile.rows(), M = p.group * nq, chunks = c.t.kv_chunks;
-  const size_t stride = static_cast<size_t>(M * (H + 2));
-  for (int64_t r = 0; r < M; ++r) {
-    const int64_t h = tile.g * p.group + r / nq;
-    float m = p.use_sink ? c.sink[h] : kNegInf;
-    for (int64_t ch = 0; ch < chunks; ++ch) m = std::max(m, partials[ch * stride + r * (H + 2)]);
-    float sum = p.use_sink && c.sink[h] != kNegInf ? std::exp(c.sink[h] - m) : 0.0f;
-    std::fill(o, o + H, 0.0f);
-    for (int64_t ch = 0; ch < chunks; ++ch) {
-      const float* part = partials + ch * stride + r * (H + 2);
-      if (part[0] == kNegInf) continue;  // empty chunk
-      const float w = std::exp(part[0] - m);
-      sum += w * part[1];
-      for (int64_t d = 0; d < H; ++d) o[d] += w * part[2 + d];
-    }
-    write_output_row(c, tile, r / nq, tile.i0 + r % nq, o, sum == 0.0f ? 0.0f : 1.0f / sum);
-  }
-}
-
-}  // namespace
+using namespace gqa_attention;
 
 void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& t, int threads,
                    uint8_t* present_key, uint8_t* present_value, GqaOutputs* outputs, bool in_place) {
-  AttentionContext c{p, kt, t, static_cast<size_t>(p.cache_row_bytes), nullptr, nullptr, nullptr, nullptr, nullptr,
-                     nullptr, nullptr, nullptr, packed_qk_min_rows(p.cache_dtype), p.alpha, nullptr, nullptr, outputs,
-                     nullptr, nullptr};
-  if (flash_tasks_copy_past(p, t, in_place)) {
+  AttentionContext c{p, kt, t, outputs};
+  c.row_bytes = static_cast<size_t>(p.cache_row_bytes);
+  c.packed_min_rows = packed_qk_min_rows(p.cache_dtype);
+  c.alpha = p.alpha;
+  c.present_key = present_key;
+  c.present_value = present_value;
+  c.query_blocks = (p.seq + t.query_rows - 1) / t.query_rows;
+  // Split-KV decoding copies each chunk's past rows itself, and so do flash tasks where flash_tasks_copy_past.
+  if (!in_place && (t.kv_chunk > 0 || flash_tasks_copy_past(p, t, in_place))) {
     c.copy_key_into = present_key;
     c.copy_value_into = present_value;
+    c.read_past = p.inputs->past_key && p.inputs->past_value && stream_past_rows(p);
+    if (c.read_past) c.copy_read_past = kt.kv.copy_streaming;
   }
   switch (p.cache_dtype) {
     case DType::kFloat16: c.qk_direct = kt.qk.f16; c.qk_pack = kt.qk.pack_f16; c.sv = kt.sv.f16; break;
@@ -529,64 +479,16 @@ void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& 
     c.sink = sink.data();
   }
 
-  const int64_t blocks = (p.seq + t.query_rows - 1) / t.query_rows;
-  const int64_t Nk = p.kv_heads, H = p.head_size;
-  auto tile_of = [&](int64_t index) {
-    // Later query blocks see more keys (causal): handing them out first balances the threads' tails.
-    const int64_t blk = blocks - 1 - index % blocks, bg = index / blocks;
-    const int64_t b = bg / Nk, g = bg % Nk;
-    // Cache rows of (b, g) start at (b * Nk + g) * Mp.
-    const size_t base = static_cast<size_t>((b * Nk + g) * p.present_len) * c.row_bytes;
-    return Tile{b, g, blk * t.query_rows, std::min(p.seq, (blk + 1) * t.query_rows),
-                present_key + base, present_value + base};
-  };
-  const size_t tiles = static_cast<size_t>(p.batch * Nk * blocks);
+  const int64_t H = p.head_size;
+  const size_t tiles = static_cast<size_t>(p.batch * p.kv_heads * c.query_blocks);
   const size_t tasks = t.kv_chunk > 0 ? tiles * static_cast<size_t>(t.kv_chunks) : tiles;
   std::vector<ScratchFloats> scratch(std::min<size_t>(static_cast<size_t>(threads), tasks));
   for (auto& buf : scratch) buf.resize(t.worker_floats);
 
-  if (t.kv_chunk > 0) {
-    const size_t chunks = static_cast<size_t>(t.kv_chunks);
-    const size_t stride = static_cast<size_t>(t.task_rows * (H + 2));
-    ScratchFloats partials(tiles * chunks * stride);
-    // One parallel region does it all: each chunk task first writes its rows of the present (the past rows when
-    // the present is a separate buffer; the new row in its chunk), and whoever finishes a tile's last chunk
-    // merges that tile. Separate regions for the new rows and the merges cost short steps their waits at each
-    // region's end (T=512 in place, two threads: fp32 51 -> 41 us, int8 31 -> 27 with one region).
-    std::vector<std::atomic<int64_t>> chunks_done(tiles);
-    for (auto& n : chunks_done) n.store(0, std::memory_order_relaxed);
-    // Threads claim runs of consecutive chunks, so each reads long stretches of one head's K and V in order:
-    // claimed one by one, two threads took alternate 64 KB chunks of the same head, and each thread's stream
-    // restarted at every chunk (bare kernels through DRAM, two threads, int8 T=4096: 258-269 us for runs of
-    // one chunk, 239-249 for two, 226-228 for four, 216-221 for a whole head). Runs shrink as the tasks run
-    // out (guided scheduling: a head at most, then half of an even share of what is left), so the threads
-    // still finish together. Partials are merged in chunk order: the bits do not depend on who ran what.
-    const size_t total = tiles * chunks;
-    std::vector<size_t> run_start{0};
-    while (run_start.back() < total) {
-      const size_t left = total - run_start.back(), share = 2 * static_cast<size_t>(threads);
-      run_start.push_back(run_start.back() + std::clamp<size_t>((left + share - 1) / share, 1, chunks));
-    }
-    parallel_for(run_start.size() - 1, threads, [&](size_t run, int worker) {
-      Scratch s = carve(t, H, scratch[worker]);
-      for (size_t task = run_start[run]; task < run_start[run + 1]; ++task) {
-        const size_t index = task / chunks;
-        const int64_t chunk = static_cast<int64_t>(task % chunks);
-        const Tile tile = tile_of(static_cast<int64_t>(index));
-        if (!in_place) fill_past_rows(p, tile.b, tile.g, chunk * t.kv_chunk, (chunk + 1) * t.kv_chunk, present_key,
-                                      present_value);
-        if (chunk == std::min(p.past_len[tile.b] / t.kv_chunk, t.kv_chunks - 1))
-          write_new_rows(p, kt, in_place, tile.b, tile.g, present_key, present_value);
-        decode_chunk_task(c, s, tile, chunk, partials.data() + task * stride);
-        if (chunks_done[index].fetch_add(1, std::memory_order_acq_rel) + 1 == t.kv_chunks)
-          decode_merge_task(c, tile, partials.data() + index * chunks * stride, s.o_tile);
-      }
-    });
-    return;
-  }
+  if (t.kv_chunk > 0) return run_split_kv(c, tiles, threads, in_place, scratch);
   parallel_for(tiles, threads, [&](size_t task, int worker) {
     Scratch s = carve(t, H, scratch[worker]);
-    const Tile tile = tile_of(static_cast<int64_t>(task));
+    const Tile tile = tile_of(c, static_cast<int64_t>(task));
     if (t.flash) flash_task(c, s, tile);
     else naive_task(c, s, tile);
   });

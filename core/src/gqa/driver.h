@@ -70,11 +70,15 @@ void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool
 // right before attending over them, so the past is read once: where one task holds all query rows of each
 // (b, kv head), so no other task reads those rows.
 bool flash_tasks_copy_past(const GqaProblem& p, const GqaTiling& tiling, bool in_place);
+// Whether tasks that copy the past into a separate present read it where it lies and stream their copies past the
+// cache: where past and present together are too large to stay in L3 until the next call.
+bool stream_past_rows(const GqaProblem& p);
 // build_present's two steps for one (b, kv head), for split-KV decoding to run chunk by chunk:
-// fill_past_rows writes rows [r0, r1) below the past length (past rows copied, missing ones zeroed);
+// fill_past_rows writes rows [r0, r1) below the past length (past rows copied by `copy`, missing ones zeroed);
 // write_new_rows the new rows and, for separate buffers, the zeros after them.
+using CopyRowsFn = void (*)(uint8_t* dst, const uint8_t* src, size_t bytes);
 void fill_past_rows(const GqaProblem& p, int64_t b, int64_t g, int64_t r0, int64_t r1, uint8_t* present_key,
-                    uint8_t* present_value);
+                    uint8_t* present_value, CopyRowsFn copy);
 void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, int64_t b, int64_t g,
                     uint8_t* present_key, uint8_t* present_value);
 // Attention over the present cache into outputs->output (and output_qk when requested). Split-KV decoding
