@@ -124,19 +124,19 @@ TEST(GqaSplitKv, Int8LongChunksWindowed) { check_long_decode(8, 2500, kManyHeads
 TEST(GqaSplitKv, Int8ChunkAfterLongPast) { check_long_decode(8, -1, kChunkAfterPast); }
 TEST(GqaSplitKv, Float32ChunkAfterLongPastWindowed) { check_long_decode(0, 1800, kChunkAfterPast); }
 
-// Which copies stream: past and present together hold 0.6-5.3 MiB in the small shape, 6-12 MiB for int8 and int4
-// in the others and 48 MiB (kManyHeads) or 24.2 MiB (kChunkAfterPast) for fp32, around stream_past_rows' 24 MiB;
-// the chunk of 4 tokens is copied by its flash tasks, not before them.
-TEST(GqaSplitKv, LargeCachesAreStreamed) {
+// Which copies stream: the presents hold 0.3-2.5 MiB in the small shape and 2.9-23.4 MiB in the others, around
+// stream_past_rows' 1 MiB; the chunk of 4 tokens is copied by its flash tasks, not before them.
+TEST(GqaSplitKv, LargePresentsAreStreamed) {
   const auto streams = [](int bits, const LongDecode& shape) {
     GqaCase c = long_decode_case(bits, -1, shape);
     const GqaInputs in = c.inputs();
     return stream_past_rows(problem_of(c, in));
   };
-  EXPECT_FALSE(streams(0, LongDecode()));
-  EXPECT_FALSE(streams(8, kManyHeads));
-  EXPECT_TRUE(streams(0, kManyHeads));
-  EXPECT_TRUE(streams(0, kChunkAfterPast));
+  EXPECT_TRUE(streams(0, LongDecode()));
+  EXPECT_FALSE(streams(8, LongDecode()));
+  EXPECT_FALSE(streams(4, LongDecode()));
+  EXPECT_TRUE(streams(4, kManyHeads));
+  EXPECT_TRUE(streams(8, kChunkAfterPast));
   GqaCase chunk = long_decode_case(0, -1, kChunkAfterPast);
   const GqaInputs in = chunk.inputs();
   const GqaProblem p = problem_of(chunk, in);

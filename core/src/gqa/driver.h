@@ -71,7 +71,7 @@ void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool
 // (b, kv head), so no other task reads those rows.
 bool flash_tasks_copy_past(const GqaProblem& p, const GqaTiling& tiling, bool in_place);
 // Whether tasks that copy the past into a separate present read it where it lies and stream their copies past the
-// cache: where past and present together are too large to stay in L3 until the next call.
+// cache: where the present is larger than one core's L2.
 bool stream_past_rows(const GqaProblem& p);
 // build_present's two steps for one (b, kv head), for split-KV decoding to run chunk by chunk:
 // fill_past_rows writes rows [r0, r1) below the past length (past rows copied by `copy`, missing ones zeroed);

@@ -231,16 +231,18 @@ bool flash_tasks_copy_past(const GqaProblem& p, const GqaTiling& tiling, bool in
 }
 
 // In a model, a layer's cache comes back a token later, after every other layer's weights and caches have passed
-// through the caches: streaming its present costs nothing there. A layer stepped again and again over the same
-// past (a benchmark loop) differs: where past and present fit in L3 together, ordinary stores leave the present
-// there for the next call. Stateless decode, N=16, Nk=8, H=128, one thread, the choice toggled in one binary,
-// alternating: stepped again and again, fp32 T=2048 (33.5 MB of past and present) 767-769 -> 663-671 us streamed
-// and T=4096 1678-1835 -> 1506-1549, but int8 T=4096 (16.8 MB) 415-436 -> 471-483 and int4 297-303 -> 338-349;
-// over cold layers, fp32 T=2048-4096 0-15% faster and the quantized caches level, within this host's noise.
+// through the caches: its present is cold by then, and streaming it saves reading its lines for ownership.
+// Stateless decode, N=16, Nk=8, H=128, over cold layers (gqa_bench mode 4), ordinary -> streamed, alternating:
+// fp32 T=4096 1313-1450 -> 1013-1036 us on two threads; int8 T=4096 694-818 -> 663-691 on one, 406-515 -> 386-458
+// on two; int4 424-505 -> 420-444 and 260-277 -> 242-261 (the gains of the bare copy are smaller than 3:2, as
+// memcpy's `rep movsb` already skips most reads for ownership). One layer stepped again and again, as benchmark
+// loops do, is another matter: where past and present fit in L3 together, ordinary stores leave the present there
+// for the next call (int8 T=4096, 16.8 MB: 415-436 -> 471-483 us streamed, int4 297-303 -> 338-349); no model runs
+// that way. Presents under one core's L2 keep ordinary stores: such a step is short, and whoever reads the present
+// next may still find it in cache.
 bool stream_past_rows(const GqaProblem& p) {
-  constexpr size_t kMinBytes = size_t{24} << 20;
-  const int64_t rows = p.present_len + p.past_capacity;
-  return static_cast<size_t>(2 * p.batch * p.kv_heads * rows * p.cache_row_bytes) >= kMinBytes;
+  constexpr size_t kMinPresentBytes = size_t{1} << 20;
+  return static_cast<size_t>(2 * p.batch * p.kv_heads * p.present_len * p.cache_row_bytes) >= kMinPresentBytes;
 }
 
 bool gqa_uses_flash(const GqaProblem& p, AttentionPath path) {
