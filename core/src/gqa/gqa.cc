@@ -234,12 +234,11 @@ bool flash_tasks_copy_past(const GqaProblem& p, const GqaTiling& tiling, bool in
 // through the caches: its present is cold by then, and streaming it saves reading its lines for ownership.
 // Stateless decode, N=16, Nk=8, H=128, over cold layers (gqa_bench mode 4), ordinary -> streamed, alternating:
 // fp32 T=4096 1313-1450 -> 1013-1036 us on two threads; int8 T=4096 694-818 -> 663-691 on one, 406-515 -> 386-458
-// on two; int4 424-505 -> 420-444 and 260-277 -> 242-261 (the gains of the bare copy are smaller than 3:2, as
-// memcpy's `rep movsb` already skips most reads for ownership). One layer stepped again and again, as benchmark
-// loops do, is another matter: where past and present fit in L3 together, ordinary stores leave the present there
-// for the next call (int8 T=4096, 16.8 MB: 415-436 -> 471-483 us streamed, int4 297-303 -> 338-349); no model runs
-// that way. Presents under one core's L2 keep ordinary stores: such a step is short, and whoever reads the present
-// next may still find it in cache.
+// on two; int4 424-505 -> 420-444 and 260-277 -> 242-261 (less than 3:2 would suggest: a large memcpy probably
+// avoids most reads for ownership already). One layer stepped again and again, as benchmark loops do, differs:
+// where past and present fit in L3 together, ordinary stores leave the present there for the next call (int8
+// T=4096, 16.8 MB: 415-436 -> 471-483 us streamed, int4 297-303 -> 338-349); no model runs that way. Presents under
+// one core's L2 keep ordinary stores: such a step is short, and whoever reads the present next may find it cached.
 bool stream_past_rows(const GqaProblem& p) {
   constexpr size_t kMinPresentBytes = size_t{1} << 20;
   return static_cast<size_t>(2 * p.batch * p.kv_heads * p.present_len * p.cache_row_bytes) >= kMinPresentBytes;
