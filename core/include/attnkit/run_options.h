@@ -10,7 +10,7 @@ namespace attnkit {
 enum class AttentionPath { kAuto, kNaive, kFlash };
 
 struct RunOptions {
-  int threads = 0;                        // 0: all threads of the pool (hardware concurrency)
+  int threads = 0;  // 0: ATTNKIT_NUM_THREADS, else the CPUs this process may use (affinity mask, cgroup quota)
   AttentionPath path = AttentionPath::kAuto;
   size_t* peak_scratch_bytes = nullptr;   // when set, receives the scratch high-water mark of the call
   // GroupQueryAttention prompts (S > 1) on the flash path: keys per online-softmax block, a multiple of 16 up to
