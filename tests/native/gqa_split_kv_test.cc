@@ -1,6 +1,7 @@
 // attnkit tests: split-KV decoding over caches longer than one chunk (the op grid's pasts stay under
 // one), and a short chunk of tokens after them, where the attention tasks copy their own past rows into the
-// stateless present (streamed past the cache, reading the past where it lies, once the present is large).
+// stateless present, or the past is copied up front (streamed past the cache, the flash path then reading the past
+// where it lies, once the present is large).
 // Checks the present bytes against the reference, stateless against in-place bit for bit, and 1 against 3 threads.
 #include <gtest/gtest.h>
 
@@ -19,7 +20,8 @@ using namespace testing_gqa;
 // Ragged batch of two decode steps over ~1300 and ~900 cached rows: several 512-row chunks, a
 // partial last chunk, and a capacity past both lengths (the rows beyond stay zero in the present).
 // With 8 KV heads over ~3000 and ~2100 rows there are enough tasks for longer chunks (plan_gqa).
-// A chunk of 4 tokens after ~3000 rows (one entry: ORT's chunked prefill takes no batch).
+// A chunk of 4 tokens after ~3000 rows (one entry: ORT's chunked prefill takes no batch), and one of 200, more query
+// rows than a flash task holds, so that the past is copied before the attention starts.
 struct LongDecode {
   int64_t heads = 4, kv_heads = 2, past = 1400, total = 1301;
   std::vector<int32_t> seqlens{1300, 900};  // one per batch entry
@@ -27,6 +29,7 @@ struct LongDecode {
 };
 const LongDecode kManyHeads{16, 8, 3200, 3001, {3000, 2100}};
 const LongDecode kChunkAfterPast{16, 8, 3200, 3001, {3000}, 4};
+const LongDecode kLongChunkAfterPast{4, 2, 3200, 3001, {3000}, 200};
 
 GqaCase long_decode_case(int bits, int64_t window, const LongDecode& shape) {
   CaseSpec s;
@@ -125,7 +128,7 @@ TEST(GqaSplitKv, Int8ChunkAfterLongPast) { check_long_decode(8, -1, kChunkAfterP
 TEST(GqaSplitKv, Float32ChunkAfterLongPastWindowed) { check_long_decode(0, 1800, kChunkAfterPast); }
 
 // Which copies stream: the presents hold 0.3-2.5 MiB in the small shape and 2.9-23.4 MiB in the others, around
-// stream_past_rows' 1 MiB; the chunk of 4 tokens is copied by its flash tasks, not before them.
+// stream_past_rows' 1 MiB; the chunk of 4 tokens is copied by its flash tasks, the one of 200 before them.
 TEST(GqaSplitKv, LargePresentsAreStreamed) {
   const auto streams = [](int bits, const LongDecode& shape) {
     GqaCase c = long_decode_case(bits, -1, shape);
@@ -141,8 +144,15 @@ TEST(GqaSplitKv, LargePresentsAreStreamed) {
   const GqaInputs in = chunk.inputs();
   const GqaProblem p = problem_of(chunk, in);
   EXPECT_TRUE(flash_tasks_copy_past(p, plan_gqa(p, true), false));
+  GqaCase long_chunk = long_decode_case(0, -1, kLongChunkAfterPast);
+  const GqaInputs long_in = long_chunk.inputs();
+  const GqaProblem lp = problem_of(long_chunk, long_in);
+  EXPECT_FALSE(flash_tasks_copy_past(lp, plan_gqa(lp, true), false));
+  EXPECT_TRUE(attention_reads_past(lp, plan_gqa(lp, true), false));
 }
 TEST(GqaSplitKv, Float32ChunkAfterLongPast) { check_long_decode(0, -1, kChunkAfterPast); }
+TEST(GqaSplitKv, Float32LongChunkAfterLongPast) { check_long_decode(0, -1, kLongChunkAfterPast); }
+TEST(GqaSplitKv, Float32LongChunkAfterLongPastWindowed) { check_long_decode(0, 1000, kLongChunkAfterPast); }
 
 }  // namespace
 }  // namespace attnkit

@@ -77,24 +77,24 @@ struct BlockRows {
 };
 
 // Where the tasks copy the past into the present, a block's past rows are copied right before it is attended
-// over, so the past is read from memory once. A block wholly inside the past is then read where it lies, still in
-// cache after the copy read it, and the copy itself may stream the present past the cache (copy_read_past: two
-// bytes of memory traffic per byte, not three); the block holding the new rows reads the present, copied with
-// ordinary stores so that it is in cache too. Both hold the same bytes: the bits do not depend on which is read.
+// over, so the past is read from memory once. Where the attention reads the past where it lies (read_past), a
+// block wholly inside it is read there, and its copy streams the present past the cache (two bytes of memory
+// traffic per byte, not three); the block holding the new rows reads the present, copied with ordinary stores so
+// that it is in cache too. Both hold the same bytes: the bits do not depend on which is read.
 BlockRows block_rows(const AttentionContext& c, const Tile& tile, int64_t j0, int64_t n) {
   const size_t at = static_cast<size_t>(j0) * c.row_bytes;
-  if (!c.copy_key_into) return {tile.k + at, tile.v + at};
-  if (c.read_past && j0 + n <= tile.past_rows) {
-    fill_past_rows(c.p, tile.b, tile.g, j0, j0 + n, c.copy_key_into, c.copy_value_into, c.copy_read_past);
-    return {tile.past_k + at, tile.past_v + at};
-  }
-  fill_past_rows(c.p, tile.b, tile.g, j0, j0 + n, c.copy_key_into, c.copy_value_into, copy_streaming_memcpy);
+  const bool from_past = c.read_past && j0 + n <= tile.past_rows;
+  if (c.copy_key_into)
+    fill_past_rows(c.p, tile.b, tile.g, j0, j0 + n, c.copy_key_into, c.copy_value_into,
+                   from_past ? c.kt.kv.copy_streaming : copy_streaming_memcpy);
+  if (from_past) return {tile.past_k + at, tile.past_v + at};
   return {tile.k + at, tile.v + at};
 }
 
 void copy_unread_past(const AttentionContext& c, const Tile& tile, int64_t r0, int64_t r1) {
   if (!c.copy_key_into) return;
-  fill_past_rows(c.p, tile.b, tile.g, r0, r1, c.copy_key_into, c.copy_value_into, c.copy_read_past);
+  fill_past_rows(c.p, tile.b, tile.g, r0, r1, c.copy_key_into, c.copy_value_into,
+                 c.read_past ? c.kt.kv.copy_streaming : copy_streaming_memcpy);
 }
 
 // Keys [0, finite_keys) of entry b are past rows known to hold no fp16 inf or NaN (GqaKvCache's): the kernels'
@@ -443,9 +443,8 @@ void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& 
   if (!in_place && (t.kv_chunk > 0 || flash_tasks_copy_past(p, t, in_place))) {
     c.copy_key_into = present_key;
     c.copy_value_into = present_value;
-    c.read_past = p.inputs->past_key && p.inputs->past_value && stream_past_rows(p);
-    if (c.read_past) c.copy_read_past = kt.kv.copy_streaming;
   }
+  c.read_past = attention_reads_past(p, t, in_place);
   switch (p.cache_dtype) {
     case DType::kFloat16: c.qk_direct = kt.qk.f16; c.qk_pack = kt.qk.pack_f16; c.sv = kt.sv.f16; break;
     case DType::kBFloat16: c.qk_direct = kt.qk.bf16; c.qk_pack = kt.qk.pack_bf16; c.sv = kt.sv.bf16; break;

@@ -41,12 +41,10 @@ struct AttentionContext {
   uint8_t* present_key = nullptr;
   uint8_t* present_value = nullptr;
   int64_t query_blocks = 0;
-  // Where the tasks copy their (b, kv head)'s past rows into a separate present: the present buffers, whether
-  // blocks wholly in the past are read where they lie, and how their rows are copied (see block_rows).
+  // Where the tasks copy their (b, kv head)'s past rows into a separate present: the present buffers.
   uint8_t* copy_key_into = nullptr;
   uint8_t* copy_value_into = nullptr;
-  bool read_past = false;
-  CopyRowsFn copy_read_past = copy_streaming_memcpy;
+  bool read_past = false;  // attention_reads_past (see block_rows)
 };
 
 // Per-thread scratch carved out of one buffer.

@@ -62,17 +62,18 @@ void prefetch_query_row(const GqaProblem& p, int64_t b, int64_t h, int64_t s);
 void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64_t h, int64_t s, float* row,
                     float* work);
 // Writes the present cache per spec §2.6 into buffers of shape (B, Nk, Mp, row): past rows are copied
-// unless the present IS the past (in place) or the attention tasks copy them (tasks_copy_past), then the new
+// unless the present IS the past (in place) or the attention tasks copy them (flash_tasks_copy_past), then the new
 // rows are rotated and converted/quantized, and (separate buffers only) the rows past the new ones are zeroed.
-void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place, bool tasks_copy_past,
+void build_present(const GqaProblem& p, const KernelTable& kt, const GqaTiling& tiling, int threads, bool in_place,
                    uint8_t* present_key, uint8_t* present_value);
 // Whether run_attention's flash tasks copy the past rows into a separate present themselves, block by block
 // right before attending over them, so the past is read once: where one task holds all query rows of each
 // (b, kv head), so no other task reads those rows.
 bool flash_tasks_copy_past(const GqaProblem& p, const GqaTiling& tiling, bool in_place);
-// Whether tasks that copy the past into a separate present read it where it lies and stream their copies past the
-// cache: where the present is larger than one core's L2.
+// Whether copies of the past into a separate present stream past the cache: where the present is larger than
+// one core's L2. Where they do, the flash path reads the past where it lies (attention_reads_past), not the copy.
 bool stream_past_rows(const GqaProblem& p);
+bool attention_reads_past(const GqaProblem& p, const GqaTiling& tiling, bool in_place);
 // build_present's two steps for one (b, kv head), for split-KV decoding to run chunk by chunk:
 // fill_past_rows writes rows [r0, r1) below the past length (past rows copied by `copy`, missing ones zeroed);
 // write_new_rows the new rows and, for separate buffers, the zeros after them.

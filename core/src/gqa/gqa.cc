@@ -212,12 +212,14 @@ void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, i
   }
 }
 
-void build_present(const GqaProblem& p, const KernelTable& kt, int threads, bool in_place, bool tasks_copy_past,
+void build_present(const GqaProblem& p, const KernelTable& kt, const GqaTiling& tiling, int threads, bool in_place,
                    uint8_t* present_key, uint8_t* present_value) {
+  const bool copy_past = !in_place && !flash_tasks_copy_past(p, tiling, in_place);
+  // Where the attention reads the past where it lies, no one reads this copy soon.
+  const CopyRowsFn copy = attention_reads_past(p, tiling, in_place) ? kt.kv.copy_streaming : copy_streaming_memcpy;
   parallel_for(static_cast<size_t>(p.batch * p.kv_heads), threads, [&](size_t task, int) {
     const int64_t b = static_cast<int64_t>(task) / p.kv_heads, g = static_cast<int64_t>(task) % p.kv_heads;
-    if (!in_place && !tasks_copy_past)
-      fill_past_rows(p, b, g, 0, p.past_len[b], present_key, present_value, copy_streaming_memcpy);
+    if (copy_past) fill_past_rows(p, b, g, 0, p.past_len[b], present_key, present_value, copy);
     write_new_rows(p, kt, in_place, b, g, present_key, present_value);
   });
 }
@@ -242,6 +244,11 @@ bool flash_tasks_copy_past(const GqaProblem& p, const GqaTiling& tiling, bool in
 bool stream_past_rows(const GqaProblem& p) {
   constexpr size_t kMinPresentBytes = size_t{1} << 20;
   return static_cast<size_t>(2 * p.batch * p.kv_heads * p.present_len * p.cache_row_bytes) >= kMinPresentBytes;
+}
+
+// The naive path reads the present's rows; flash tasks go block by block (block_rows in attention.cc).
+bool attention_reads_past(const GqaProblem& p, const GqaTiling& tiling, bool in_place) {
+  return !in_place && tiling.flash && p.inputs->past_key && p.inputs->past_value && stream_past_rows(p);
 }
 
 bool gqa_uses_flash(const GqaProblem& p, AttentionPath path) {
@@ -474,8 +481,7 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
     }
     // Split-KV decoding writes the present chunk by chunk itself (run_attention).
     if (tiling.kv_chunk == 0)
-      build_present(p, kt, threads, attend_in_place, flash_tasks_copy_past(p, tiling, attend_in_place), present_key,
-                    present_value);
+      build_present(p, kt, tiling, threads, attend_in_place, present_key, present_value);
     run_attention(p, kt, tiling, threads, present_key, present_value, outputs, attend_in_place);
     if (p.window_staging) {
       if (cache_key) keep_window(p, present_key, cache_key, in_place);
