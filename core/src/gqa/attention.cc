@@ -13,6 +13,7 @@
 
 namespace attnkit {
 namespace gqa_attention {
+
 // Scores at or below this (a -inf mask, or the lowest float that exporters add as finfo.min) are masked. A row
 // with no score above it is fully masked: probability 0 everywhere and an output of 0, the answer of ORT's fp32
 // and quantized flash paths (its naive path, which it takes for fp16, softcap or a single key, gives NaN).
