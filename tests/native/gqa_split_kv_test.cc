@@ -124,6 +124,7 @@ TEST(GqaSplitKv, ManyHeadsTakeLongChunks) {
 }
 TEST(GqaSplitKv, Float32LongChunks) { check_long_decode(0, -1, kManyHeads); }
 TEST(GqaSplitKv, Int8LongChunksWindowed) { check_long_decode(8, 2500, kManyHeads); }
+TEST(GqaSplitKv, Int4LongChunks) { check_long_decode(4, -1, kManyHeads); }
 TEST(GqaSplitKv, Int8ChunkAfterLongPast) { check_long_decode(8, -1, kChunkAfterPast); }
 TEST(GqaSplitKv, Float32ChunkAfterLongPastWindowed) { check_long_decode(0, 1800, kChunkAfterPast); }
 
