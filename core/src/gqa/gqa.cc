@@ -246,9 +246,11 @@ bool stream_past_rows(const GqaProblem& p) {
   return static_cast<size_t>(2 * p.batch * p.kv_heads * p.present_len * p.cache_row_bytes) >= kMinPresentBytes;
 }
 
-// The naive path reads the present's rows; flash tasks go block by block (block_rows in attention.cc).
+// The naive path reads the present's rows; flash tasks go block by block (block_rows in attention.cc). A window
+// cache's staging copy is read again right after the step (keep_window), so it stays in cache.
 bool attention_reads_past(const GqaProblem& p, const GqaTiling& tiling, bool in_place) {
-  return !in_place && tiling.flash && p.inputs->past_key && p.inputs->past_value && stream_past_rows(p);
+  return !in_place && !p.window_staging && tiling.flash && p.inputs->past_key && p.inputs->past_value &&
+         stream_past_rows(p);
 }
 
 bool gqa_uses_flash(const GqaProblem& p, AttentionPath path) {
