@@ -1,9 +1,10 @@
 // attnkit benches: QAttention end to end for the shapes — B=1, D=768, N=12, u8 x s8 per-column —
-// prefill S in {128, 512} and a decode step S=1 with P=511, at 1 and 2 threads; plus the projection kernel
+// prefill S in {128, 512} and a decode step S=1 with P=511 (warm, and over cold layers), at 1 and 2 threads; plus the projection kernel
 // alone per variant (GOP/s), to see how much of the op is the int8 GEMM, and the AVX2 instruction mixes'
 // ceilings. ORT is timed by bench/js/qattention_ort.mjs in the same run.
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -61,26 +62,44 @@ struct QaBenchProblem {
   }
 };
 
-// args: S, P, threads
+// A model steps layer after layer, each with its own weight and cache, so a decode step reads them from DRAM: the
+// cold form cycles through enough layers that together they exceed L3 several times over (as gqa_bench's).
+constexpr double kColdBytes = 160.0 * (1 << 20);
+
+// args: S, P, threads, cold (0: one layer stepped again and again, warm in the caches; 1: cold layers, each with
+// its own outputs as a model's runtime keeps them)
 void BM_QAttention(benchmark::State& state) {
-  QaBenchProblem p(state.range(0), state.range(1));
+  const int64_t S = state.range(0), P = state.range(1);
+  const double layer_bytes = 768.0 * 2304 + 2.0 * 768 * static_cast<double>(2 * P + S) * sizeof(float);
+  const size_t layers = state.range(3) ? static_cast<size_t>(kColdBytes / layer_bytes) + 1 : 1;
+  std::vector<std::unique_ptr<QaBenchProblem>> problems;
+  for (size_t l = 0; l < layers; ++l) problems.push_back(std::make_unique<QaBenchProblem>(S, P));
   RunOptions opts;
   opts.threads = static_cast<int>(state.range(2));
-  QAttentionOutputs out;
+  std::vector<QAttentionOutputs> outputs(layers);
+  const auto step = [&](size_t layer) {
+    const QaBenchProblem& p = *problems[layer];
+    return q_attention(p.in, p.attrs, QAttentionRequest{p.with_past}, &outputs[layer], opts);
+  };
+  // Each layer's outputs fault their pages in on its first step.
+  for (size_t layer = 0; layer < layers; ++layer) step(layer);
+  size_t layer = 0;
   for (auto _ : state) {
-    Status st = q_attention(p.in, p.attrs, QAttentionRequest{p.with_past}, &out, opts);
+    Status st = step(layer);
     if (!st.ok()) state.SkipWithError(st.message().c_str());
-    benchmark::DoNotOptimize(out.output.storage.data());
+    benchmark::DoNotOptimize(outputs[layer].output.storage.data());
+    layer = (layer + 1) % layers;
   }
-  const double macs = double(state.range(0)) * 768 * 2304;
+  const double macs = double(S) * 768 * 2304;
   state.counters["proj_GOPs"] = benchmark::Counter(2 * macs, benchmark::Counter::kIsIterationInvariantRate,
                                                    benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_QAttention)
-    ->ArgNames({"S", "P", "threads"})
-    ->Args({128, 0, 1})->Args({128, 0, 2})
-    ->Args({512, 0, 1})->Args({512, 0, 2})
-    ->Args({1, 511, 1})->Args({1, 511, 2})
+    ->ArgNames({"S", "P", "threads", "cold"})
+    ->Args({128, 0, 1, 0})->Args({128, 0, 2, 0})
+    ->Args({512, 0, 1, 0})->Args({512, 0, 2, 0})
+    ->Args({1, 511, 1, 0})->Args({1, 511, 2, 0})
+    ->Args({1, 511, 1, 1})->Args({1, 511, 2, 1})
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // The projection alone: (S x 768) x (768 x 2304), every variant this host runs. arg: variant index, S.

@@ -243,6 +243,24 @@ TEST(QAttention, EveryIsaMatchesReference) {
   ASSERT_TRUE(set_kernel_isa(before));
 }
 
+// A decode step or short chunk after a past long enough that the present (2.25 MB) is copied with streaming
+// stores, the attention reading the past keys and values where they lie and the new ones from present: on every
+// ISA, against the reference.
+TEST(QAttention, StreamedPresentAfterALongPast) {
+  const std::string before = kernel_table().isa;
+  for (const std::string& isa : available_isas()) {
+    ASSERT_TRUE(set_kernel_isa(isa));
+    for (int64_t S : {1, 3}) {
+      Spec s;
+      s.S = S, s.P = 1100, s.N = 4, s.H = 64, s.per_column = S == 3, s.weight_zp = true, s.seed = 400 + S;
+      s.mask = S == 1 ? Mask::kKeys : Mask::kEnd;
+      s.unidirectional = S == 3;
+      run_and_compare(s);
+    }
+  }
+  ASSERT_TRUE(set_kernel_isa(before));
+}
+
 // Prefill longer than one attention row block (kQAttentionQueryBlock): K/V read in place with shared
 // per-head panels (H = 16), gathered rows (H = 4), a last block short enough for the unpacked path
 // (S = 197), causal masking across blocks, and the result independent of the thread count.
