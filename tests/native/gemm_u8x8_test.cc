@@ -102,7 +102,9 @@ TEST(GemmU8X8, ListsScalarAndHostVariants) {
 TEST(GemmU8X8, RandomShapesWithTails) {
   const size_t shapes[][3] = {{1, 1, 1},   {1, 16, 4},   {3, 17, 5},   {8, 16, 64},  {9, 33, 63},
                               {5, 64, 65}, {4, 15, 3},   {13, 70, 129}, {2, 48, 100}, {17, 31, 257},
-                              {1, 96, 768}, {7, 130, 31}, {16, 64, 64}, {33, 130, 200}, {48, 192, 768}};
+                              {1, 96, 768}, {7, 130, 31}, {16, 64, 64}, {33, 130, 200}, {48, 192, 768},
+                              // the few-rows kernels: whole column groups and tails, K past their prefetch distance
+                              {1, 64, 9},   {2, 70, 1027}, {4, 100, 33}, {3, 130, 2}};
   uint32_t seed = 1;
   for (const auto& s : shapes) {
     for (bool b_signed : {true, false}) {
@@ -161,6 +163,9 @@ TEST(GemmU8X8, LargestExactK) {
   const size_t K = kGemmU8X8MaxK;
   check_all_variants(extreme_case(2, 17, K, true, 255, uint8_t(int8_t(-128)), 0, 127), "max K s8");
   check_all_variants(extreme_case(2, 17, K, false, 0, 255, 255, 0), "max K u8");
+  // Whole column groups of the few-rows kernels (16 and 32 columns), the sums at their largest.
+  check_all_variants(extreme_case(1, 64, K, true, 255, uint8_t(int8_t(-128)), 0, 127), "max K s8, 64 columns");
+  check_all_variants(extreme_case(4, 33, K, false, 255, 0, 0, 255), "max K u8, 4 rows");
 }
 
 }  // namespace

@@ -278,21 +278,28 @@ TEST(QAttention, SeveralQueryBlocksPerHead) {
   }
 }
 
+// A prompt (the projection in column blocks) and decode steps (the weight's rows in one range per thread).
 TEST(QAttention, BitIdenticalForAnyThreadCount) {
-  Spec s;
-  s.B = 2, s.S = 33, s.P = 15, s.N = 4, s.H = 16, s.mask = Mask::kKeys, s.per_column = true, s.weight_zp = true;
-  Built t;
-  build(s, &t);
-  std::vector<QAttentionOutputs> outs(3);
-  const int threads[] = {1, 2, 5};
-  for (int i = 0; i < 3; ++i) {
-    RunOptions opts;
-    opts.threads = threads[i];
-    ASSERT_TRUE(q_attention(t.in, t.attrs, QAttentionRequest{true}, &outs[i], opts).ok());
-  }
-  for (int i = 1; i < 3; ++i) {
-    EXPECT_EQ(outs[0].output.storage, outs[i].output.storage) << threads[i] << " threads";
-    EXPECT_EQ(outs[0].present.storage, outs[i].present.storage) << threads[i] << " threads";
+  Spec prompt;
+  prompt.B = 2, prompt.S = 33, prompt.P = 15, prompt.N = 4, prompt.H = 16, prompt.mask = Mask::kKeys;
+  prompt.per_column = true, prompt.weight_zp = true;
+  Spec step = prompt;
+  step.S = 1, step.H = 96, step.extra_in = 5, step.input_zp = true;  // 389 weight rows: up to 6 ranges
+  for (const Spec& s : {prompt, step}) {
+    Built t;
+    build(s, &t);
+    std::vector<QAttentionOutputs> outs(4);
+    const int threads[] = {1, 2, 3, 5};
+    for (int i = 0; i < 4; ++i) {
+      RunOptions opts;
+      opts.threads = threads[i];
+      ASSERT_TRUE(q_attention(t.in, t.attrs, QAttentionRequest{true}, &outs[i], opts).ok());
+    }
+    for (int i = 1; i < 4; ++i) {
+      EXPECT_EQ(outs[0].output.storage, outs[i].output.storage) << s.label() << ", " << threads[i] << " threads";
+      EXPECT_EQ(outs[0].present.storage, outs[i].present.storage) << s.label() << ", " << threads[i] << " threads";
+    }
+    run_and_compare(s, 5);
   }
 }
 

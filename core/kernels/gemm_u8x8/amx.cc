@@ -4,6 +4,7 @@
 // its epilogue, so the bits are the same. "amx-emulated" runs this driver on scalar tiles: hosts without AMX test it.
 #include <cstring>
 
+#include "gemm_u8x8/x86_direct_impl.h"
 #include "gemm_u8x8/x86_vnni512_impl.h"
 
 namespace attnkit {
@@ -165,7 +166,9 @@ struct AmxGemm : Dot4Gemm<kMr, kNr, false, MicroVnni512, PackVnni512, kTileDepth
 
 }  // namespace
 
-extern const GemmU8X8Kernels kGemmU8X8_amx = GemmEntry<AmxGemm<HardwareTiles>>::kernels("amx", kNr);
-extern const GemmU8X8Kernels kGemmU8X8_amx_emulated = GemmEntry<AmxGemm<EmulatedTiles>>::kernels("amx-emulated", kNr);
+template <class Tiles>
+using AmxEntry = GemmEntry<AmxGemm<Tiles>, X86Direct<DirectAvx512>>;
+extern const GemmU8X8Kernels kGemmU8X8_amx = AmxEntry<HardwareTiles>::kernels("amx", kNr);
+extern const GemmU8X8Kernels kGemmU8X8_amx_emulated = AmxEntry<EmulatedTiles>::kernels("amx-emulated", kNr);
 
 }  // namespace attnkit

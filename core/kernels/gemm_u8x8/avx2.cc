@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "gemm_u8x8/gemm_u8x8_impl.h"
+#include "gemm_u8x8/x86_direct_impl.h"
 #include "unroll.h"
 
 namespace attnkit {
@@ -91,7 +92,31 @@ struct MicroMadd16 {
   }
 };
 
-using Avx2 = GemmEntry<I16Gemm<kMaddRows, kNr, 2, MicroMadd16>>;
+// X86Direct's ymm traits (see x86_direct_impl.h): 16 columns of two rows, interleaved in an xmm, widen to the pairs
+// of columns 0-7 (lo) and 8-15 (hi), already in order.
+struct DirectAvx2 {
+  using V = __m256i;
+  static constexpr size_t W = 8;
+  static V broadcast(int32_t x) { return _mm256_set1_epi32(x); }
+  template <bool kSigned>
+  static void pairs(const uint8_t* row0, const uint8_t* row1, V& lo, V& hi) {
+    const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row0));
+    const __m128i x1 = row1 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(row1)) : _mm_setzero_si128();
+    const __m128i l = _mm_unpacklo_epi8(x0, x1), h = _mm_unpackhi_epi8(x0, x1);
+    lo = kSigned ? _mm256_cvtepi8_epi16(l) : _mm256_cvtepu8_epi16(l);
+    hi = kSigned ? _mm256_cvtepi8_epi16(h) : _mm256_cvtepu8_epi16(h);
+  }
+  static V madd(V acc, V b, V a) { return _mm256_add_epi32(acc, _mm256_madd_epi16(b, a)); }
+  static V load(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static void store(int32_t* p, V v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+  static void finish(int32_t* c, int32_t rowsum, const int32_t* zp) {
+    const V rs = _mm256_set1_epi32(rowsum);
+    store(c, _mm256_sub_epi32(load(c), _mm256_mullo_epi32(load(zp), rs)));
+    store(c + W, _mm256_sub_epi32(load(c + W), _mm256_mullo_epi32(load(zp + W), rs)));
+  }
+};
+
+using Avx2 = GemmEntry<I16Gemm<kMaddRows, kNr, 2, MicroMadd16>, X86Direct<DirectAvx2>>;
 
 // AVX-VNNI: strip is [K/4][16][4] int8; 4 rows x 16 columns in 8 ymm accumulators. The VEX-encoded
 // intrinsic keeps this runnable on AVX-VNNI CPUs without AVX512.
@@ -117,7 +142,7 @@ __attribute__((target("avx2,avxvnni"))) void micro_avxvnni(const uint8_t* const 
   }
 }
 
-using AvxVnni = GemmEntry<Dot4Gemm<kMr, kNr, false, FullTile<micro_avxvnni>>>;
+using AvxVnni = GemmEntry<Dot4Gemm<kMr, kNr, false, FullTile<micro_avxvnni>>, X86Direct<DirectAvx2>>;
 
 }  // namespace
 

@@ -14,11 +14,16 @@ namespace attnkit {
 // per-tensor zero point). a_zp in [0, 255].
 // Arithmetic is int32 modulo 2^32 (no saturation anywhere, in particular not AVX2 maddubs'), so C is
 // exact whenever the true sum fits int32, which K <= 33025 guarantees (255 * 255 * K < 2^31).
-// workspace: at least workspace_bytes(M, N, K) bytes, any alignment; one per concurrent caller.
+// workspace: at least workspace_bytes(M, N, K) bytes, any alignment; one per concurrent caller. Up to
+// kGemmDirectMaxRows rows (a decode step) B is streamed once, unpacked, and the workspace is not used (may be null).
+// Read in address order, B streams fastest when it is whole rows (N == ldb): a caller splitting the work for
+// threads should split K (partial sums add up exactly), not the columns.
 using GemmU8X8Fn = void (*)(size_t M, size_t N, size_t K, const uint8_t* A, size_t lda, int32_t a_zp,
                             const void* B, size_t ldb, bool b_signed, const int32_t* b_zp, int32_t* C,
                             size_t ldc, void* workspace);
 using GemmU8X8WorkspaceFn = size_t (*)(size_t M, size_t N, size_t K);
+
+constexpr size_t kGemmDirectMaxRows = 4;
 
 // Largest reduction length for which the int32 result is exact for every input.
 constexpr size_t kGemmU8X8MaxK = 33025;

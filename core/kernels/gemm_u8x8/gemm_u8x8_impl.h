@@ -401,7 +401,6 @@ struct I16Gemm {
 // sum_k (a - za)(b - zb) = sum_k (a - za) b - zb * sum_k (a - za); partial sums stay within
 // 255 * 255 * K < 2^31 (K <= kGemmU8X8MaxK), so int32 never overflows. Plain loops over n with int32
 // widening: the compiler vectorizes them for the ISA the including file is built for.
-constexpr size_t kGemmDirectMaxRows = 4;
 
 template <typename BElem>
 void gemm_direct_typed(size_t M, size_t N, size_t K, const uint8_t* A, size_t lda, int32_t a_zp, const BElem* B,

@@ -147,5 +147,30 @@ struct MicroVnni512 {
   }
 };
 
+// X86Direct's zmm traits (see x86_direct_impl.h): 32 columns per group. The unpacks work within 128-bit lanes, so
+// the pairs hold columns 0-7 and 16-23 in lo, 8-15 and 24-31 in hi until finish puts them back in order.
+struct DirectAvx512 {
+  using V = __m512i;
+  static constexpr size_t W = 16;
+  static V broadcast(int32_t x) { return _mm512_set1_epi32(x); }
+  template <bool kSigned>
+  static void pairs(const uint8_t* row0, const uint8_t* row1, V& lo, V& hi) {
+    const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row0));
+    const __m256i x1 = row1 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row1)) : _mm256_setzero_si256();
+    const __m256i l = _mm256_unpacklo_epi8(x0, x1), h = _mm256_unpackhi_epi8(x0, x1);
+    lo = kSigned ? _mm512_cvtepi8_epi16(l) : _mm512_cvtepu8_epi16(l);
+    hi = kSigned ? _mm512_cvtepi8_epi16(h) : _mm512_cvtepu8_epi16(h);
+  }
+  static V madd(V acc, V b, V a) { return _mm512_dpwssd_epi32(acc, b, a); }
+  static V load(const int32_t* p) { return _mm512_loadu_si512(p); }
+  static void store(int32_t* p, V v) { _mm512_storeu_si512(p, v); }
+  static void finish(int32_t* c, int32_t rowsum, const int32_t* zp) {
+    const V lo = load(c), hi = load(c + W), rs = _mm512_set1_epi32(rowsum);
+    const V c0 = _mm512_shuffle_i32x4(lo, hi, 0x44), c1 = _mm512_shuffle_i32x4(lo, hi, 0xEE);
+    store(c, _mm512_sub_epi32(c0, _mm512_mullo_epi32(load(zp), rs)));
+    store(c + W, _mm512_sub_epi32(c1, _mm512_mullo_epi32(load(zp + W), rs)));
+  }
+};
+
 }  // namespace
 }  // namespace attnkit

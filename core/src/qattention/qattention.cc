@@ -93,6 +93,24 @@ void project(const QAttentionProblem& p, const KernelTable& kt, int threads, con
     });
     return;
   }
+  if (lay.row_ranges > 0) {
+    // A decode step: each task streams a contiguous range of the weight's rows over all columns, one ascending
+    // stream (see gemm_u8x8.h). The int32 partial sums are exact, so their total is the same integer for any split.
+    const size_t ranges = lay.row_ranges, per_range = (K + ranges - 1) / ranges;
+    auto partials = raw_buffer<int32_t>((ranges - 1) * M * columns);
+    parallel_for(ranges, threads, [&](size_t range, int) {
+      const size_t k0 = range * per_range, k1 = std::min(K, k0 + per_range);
+      int32_t* out = range == 0 ? acc : partials.get() + (range - 1) * M * columns;
+      gemm.gemm(M, columns, k1 - k0, input + k0, K, p.input_zp, static_cast<const uint8_t*>(weight) + k0 * columns,
+                columns, p.weight_signed, zp.data(), out, columns, nullptr);
+    });
+    for (size_t range = 1; range < ranges; ++range) {
+      const int32_t* part = partials.get() + (range - 1) * M * columns;
+      for (size_t i = 0; i < M * columns; ++i) acc[i] = int32_t(uint32_t(acc[i]) + uint32_t(part[i]));
+    }
+    dequantize_block(M, columns, 0, columns, dq.data(), bias, qkv);
+    return;
+  }
   std::vector<uint8_t> workspace(lay.gemm_workspace_bytes * static_cast<size_t>(threads));
   parallel_for(blocks, threads, [&](size_t block, int worker) {
     const size_t n0 = block * lay.column_block;
@@ -284,6 +302,10 @@ QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable
     lay.packed_a_offset = (gemm.packed_b_bytes(K, columns) + 63) / 64 * 64;
     lay.gemm_workspace_bytes = lay.packed_a_offset + gemm.packed_a_bytes(M, K) + 64;
     gemm_bytes = lay.gemm_workspace_bytes;
+  } else if (M <= kGemmDirectMaxRows) {
+    // A range of at least kQAttentionMinRangeRows weight rows per task, at most one per thread.
+    lay.row_ranges = std::max<size_t>(1, std::min<size_t>(threads, K / kQAttentionMinRangeRows));
+    gemm_bytes = (lay.row_ranges - 1) * M * columns * sizeof(int32_t);
   } else {
     lay.gemm_workspace_bytes = gemm.workspace_bytes(M, lay.column_block, K);
     gemm_bytes = lay.gemm_workspace_bytes * threads;

@@ -13,9 +13,10 @@ namespace attnkit {
 constexpr size_t kQAttentionColumnBlock = 64;
 // Weight columns per packing task: wide, so each weight row is read as one long contiguous run.
 constexpr size_t kQAttentionPackBlock = 384;
-// Input rows up to which the projection calls the one-shot gemm per column block (each variant streams
-// the weight unpacked for so few rows) instead of packing it.
-constexpr size_t kQAttentionDirectMaxRows = 4;
+// Input rows up to which the projection calls the one-shot gemm instead of packing the weight: each variant
+// streams it unpacked for so few rows (kGemmDirectMaxRows), a range of its rows per task.
+constexpr size_t kQAttentionDirectMaxRows = kGemmDirectMaxRows;
+constexpr size_t kQAttentionMinRangeRows = 64;
 // Query rows from which the keys are packed into panels before scoring (the pack pays off).
 constexpr size_t kQAttentionPackedMinRows = 8;
 // Query rows per attention task without past: a 96 x T score block stays in L2, prefill yields
@@ -29,7 +30,8 @@ struct QAttentionLayout {
   size_t column_block = 0;
   bool packed_gemm = false;         // the variant has a packed form: A and B packed once per call
   size_t packed_a_offset = 0;       // packed form: offsets into one 64-byte aligned gemm buffer
-  size_t gemm_workspace_bytes = 0;  // packed form: the whole shared buffer; else per worker
+  size_t gemm_workspace_bytes = 0;  // packed form: the whole shared buffer; column blocks: per worker
+  size_t row_ranges = 0;            // a few input rows: the weight's rows split into this many tasks, else 0
   size_t query_block = 0;           // query rows per attention task
   size_t attention_floats = 0;      // per worker: Q, K, V, O rows, the query_block x T scores, K panels
   size_t shared_panel_floats = 0;   // per (batch, head): K panels packed once for all its row blocks and its V rows, or 0
