@@ -97,7 +97,7 @@ TEST(QAttentionCache, StepsGiveTheStatelessBits) {
   check_steps(2, 3, 12, {4, 1, 2, 1}, false);  // head size 12 gathers K and V into padded rows
   check_steps(2, 2, 8, {3, 1, 1}, true);       // a (B, T) key mask at every step
   check_steps(1, 2, 16, {200, 1}, false);      // a prompt of three query blocks, K packed once per head
-  check_steps(1, 4, 64, {1100, 1, 2}, false);  // steps whose 2.25 MB present the stateless op streams
+  check_steps(1, 4, 64, {1100, 1, 2}, false);  // steps after a long past
 }
 
 TEST(QAttentionCache, TruncateLoadAndClearContinueWithTheSameBits) {

@@ -243,10 +243,9 @@ TEST(QAttention, EveryIsaMatchesReference) {
   ASSERT_TRUE(set_kernel_isa(before));
 }
 
-// A decode step or short chunk after a past long enough that the present (2.25 MB) is copied with streaming
-// stores, the attention reading the past keys and values where they lie and the new ones from present: on every
-// ISA, against the reference.
-TEST(QAttention, StreamedPresentAfterALongPast) {
+// A decode step and a short chunk after a long past (a 2.25 MB present, the streamed SV and prefetching QK), on
+// every ISA, against the reference.
+TEST(QAttention, StepsAfterALongPast) {
   const std::string before = kernel_table().isa;
   for (const std::string& isa : available_isas()) {
     ASSERT_TRUE(set_kernel_isa(isa));

@@ -29,10 +29,6 @@ struct KvQuantKernels {
   void (*copy_streaming)(uint8_t* dst, const uint8_t* src, size_t bytes);
 };
 
-// The ops' stateless steps copy the caller's past into a present of at least this many bytes with copy_streaming.
-// A smaller present is copied quickly, and whoever reads it next may find it in cache (one core's L2).
-constexpr size_t kStreamingCopyMinBytes = size_t{1} << 20;
-
 // The copy_streaming of ISAs without non-temporal stores (scalar, NEON through SIMDe, wasm).
 void copy_streaming_memcpy(uint8_t* dst, const uint8_t* src, size_t bytes);
 

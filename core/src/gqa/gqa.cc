@@ -239,9 +239,11 @@ bool flash_tasks_copy_past(const GqaProblem& p, const GqaTiling& tiling, bool in
 // on two; int4 424-505 -> 420-444 and 260-277 -> 242-261 (less than 3:2 would suggest: a large memcpy probably
 // avoids most reads for ownership already). One layer stepped again and again, as benchmark loops do, differs:
 // where past and present fit in L3 together, ordinary stores leave the present there for the next call (int8
-// T=4096, 16.8 MB: 415-436 -> 471-483 us streamed, int4 297-303 -> 338-349); no model runs that way.
+// T=4096, 16.8 MB: 415-436 -> 471-483 us streamed, int4 297-303 -> 338-349); no model runs that way. Presents under
+// one core's L2 keep ordinary stores: such a step is short, and whoever reads the present next may find it cached.
 bool stream_past_rows(const GqaProblem& p) {
-  return static_cast<size_t>(2 * p.batch * p.kv_heads * p.present_len * p.cache_row_bytes) >= kStreamingCopyMinBytes;
+  constexpr size_t kMinPresentBytes = size_t{1} << 20;
+  return static_cast<size_t>(2 * p.batch * p.kv_heads * p.present_len * p.cache_row_bytes) >= kMinPresentBytes;
 }
 
 // The naive path reads the present's rows; flash tasks go block by block (block_rows in attention.cc). A window

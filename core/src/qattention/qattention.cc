@@ -143,8 +143,6 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
   const float* past = P > 0 ? p.inputs->past->as<float>() : nullptr;
   const float* past_k = p.in_place ? present_k : past ? past + ((0 * p.batch + b) * p.heads + n) * P * H : nullptr;
   const float* past_v = p.in_place ? present_v : past ? past + ((1 * p.batch + b) * p.heads + n) * P * H : nullptr;
-  // A decode step (few rows, unpacked K) reads the past rows where they lie, not from present's copy of them.
-  const bool read_past = direct && present && P > 0 && static_cast<size_t>(rows) < kQAttentionPackedMinRows;
 
   float* scores = scratch;
   float* panels = scores + lay.query_block * T;
@@ -175,14 +173,10 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
     int64_t j0 = 0;
     if (direct && present && P > 0) {
       // Present's first P rows of this head are past's, contiguous in both: one copy each instead of a call
-      // per 256-byte row (a wasm decode step after 511 tokens made 12K of them), and none in place. Where the
-      // attention reads the past where it lies, nothing reads the copy during the step: it streams past the cache.
+      // per 256-byte row (a wasm decode step after 511 tokens made 12K of them), and none in place.
       if (!p.in_place) {
-        const size_t present_bytes = static_cast<size_t>(2 * p.batch * p.heads * T) * row_bytes;
-        const auto copy =
-            read_past && present_bytes >= kStreamingCopyMinBytes ? kt.kv.copy_streaming : copy_streaming_memcpy;
-        copy(reinterpret_cast<uint8_t*>(kg), reinterpret_cast<const uint8_t*>(past_k), static_cast<size_t>(P) * row_bytes);
-        copy(reinterpret_cast<uint8_t*>(vg), reinterpret_cast<const uint8_t*>(past_v), static_cast<size_t>(P) * row_bytes);
+        std::memcpy(kg, past_k, static_cast<size_t>(P) * row_bytes);
+        std::memcpy(vg, past_v, static_cast<size_t>(P) * row_bytes);
       }
       j0 = P;
     }
@@ -243,11 +237,6 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
     // Prefill: the K panels are packed once (per head, or per block with past) and reused by every row.
     if (!shared_panels) kt.qk.pack_f32(T, Hp, k, ld * sizeof(float), panels);
     kt.qk.packed(rows, T, Hp, q, ldq, shared_panels ? shared_panels : panels, p.alpha, scores, T);
-  } else if (read_past) {
-    // Each score is its own dot product, so reading the past keys in one call and the new ones in another gives
-    // the same bits.
-    kt.qk.f32(rows, P, Hp, q, ldq, past_k, ld * sizeof(float), p.alpha, scores, T);
-    kt.qk.f32(rows, S, Hp, q, ldq, k + P * ld, ld * sizeof(float), p.alpha, scores + P, T);
   } else {
     kt.qk.f32(rows, T, Hp, q, ldq, k, ld * sizeof(float), p.alpha, scores, T);
   }
@@ -270,13 +259,7 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
     const float max = kt.softmax.reduce_max(row, T);
     inv_sums[r] = 1.0f / kt.softmax.exp_sum(row, T, max);  // the row's max contributes exp(0) = 1
   }
-  if (read_past) {
-    // Each output is one multiply-add chain over the keys in order (sv_gemm.h), continued by the second call.
-    kt.sv.f32(rows, P, Hp, scores, T, past_v, ldv * sizeof(float), o, ldo, false);
-    kt.sv.f32(rows, S, Hp, scores + P, T, v + P * ldv, ldv * sizeof(float), o, ldo, true);
-  } else {
-    kt.sv.f32(rows, T, Hp, scores, T, v, ldv * sizeof(float), o, ldo, false);
-  }
+  kt.sv.f32(rows, T, Hp, scores, T, v, ldv * sizeof(float), o, ldo, false);
   for (int64_t r = 0; r < rows; ++r) {
     kt.softmax.scale(o + r * ldo, static_cast<size_t>(H), inv_sums[r]);
     if (!direct) std::memcpy(output + static_cast<size_t>(b * S + i0 + r) * D + n * H, o + r * Hp, row_bytes);
