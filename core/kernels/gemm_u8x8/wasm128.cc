@@ -8,6 +8,8 @@
 #include <simde/wasm/simd128.h>
 #endif
 
+#include <vector>
+
 #include "gemm_u8x8/gemm_u8x8_impl.h"
 
 namespace attnkit {
@@ -37,15 +39,47 @@ void micro_dot16(const int16_t* const rows[kMr], size_t kgroups, const int16_t* 
     for (size_t j = 0; j < kColumnVecs; ++j) wasm_v128_store(tile + r * kNr + j * 4, acc[r][j]);
 }
 
-// Few rows: 16 columns at a time down all of K, two weight rows per step widened to int16 and
-// interleaved into (k, k+1) pairs for dot_i16x8 against the splatted pair (a_k - za, a_k+1 - za).
+// Few rows: 16 * G columns at a time down all of K, two weight rows per step, their bytes interleaved into
+// (k, k+1) pairs (one byte shuffle per 8 columns, an unpack on x64), widened to int16 and multiplied with
+// dot_i16x8 against the splatted pair (a_k - za, a_k+1 - za), computed once per row of A.
 // |a - za| <= 255 and b in [-128, 255]: each pair sum fits int32; the zero point is applied once at the
 // end as zb * sum_k (a_k - za) (the generic loop's identity).
 template <bool kSigned>
-v128_t load_row16(const uint8_t* p, bool high) {
-  const v128_t v = wasm_v128_load(p);
+v128_t widen(v128_t v, bool high) {
   if (kSigned) return high ? wasm_i16x8_extend_high_i8x16(v) : wasm_i16x8_extend_low_i8x16(v);
   return high ? wasm_u16x8_extend_high_u8x16(v) : wasm_u16x8_extend_low_u8x16(v);
+}
+
+// acc[g][0..3] += the columns 16g .. 16g + 15 of rows r0 and r1 (r1 null: zeros) times the pair.
+template <bool kSigned, size_t G>
+void direct_pair_step(v128_t pair, const uint8_t* r0, const uint8_t* r1, v128_t (&acc)[G][4]) {
+  for (size_t g = 0; g < G; ++g) {
+    const v128_t x0 = wasm_v128_load(r0 + 16 * g), x1 = r1 ? wasm_v128_load(r1 + 16 * g) : wasm_i32x4_splat(0);
+    const v128_t lo = wasm_i8x16_shuffle(x0, x1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const v128_t hi = wasm_i8x16_shuffle(x0, x1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    acc[g][0] = wasm_i32x4_add(acc[g][0], wasm_i32x4_dot_i16x8(pair, widen<kSigned>(lo, false)));
+    acc[g][1] = wasm_i32x4_add(acc[g][1], wasm_i32x4_dot_i16x8(pair, widen<kSigned>(lo, true)));
+    acc[g][2] = wasm_i32x4_add(acc[g][2], wasm_i32x4_dot_i16x8(pair, widen<kSigned>(hi, false)));
+    acc[g][3] = wasm_i32x4_add(acc[g][3], wasm_i32x4_dot_i16x8(pair, widen<kSigned>(hi, true)));
+  }
+}
+
+template <bool kSigned, size_t G>
+void direct_strip(size_t K, const int32_t* pairs, const uint8_t* B, size_t ldb, int32_t rowsum, const int32_t* b_zp,
+                  int32_t* c) {
+  v128_t acc[G][4];
+  for (size_t g = 0; g < G; ++g)
+    for (size_t j = 0; j < 4; ++j) acc[g][j] = wasm_i32x4_splat(0);
+  size_t k = 0;
+  for (; k + 2 <= K; k += 2)
+    direct_pair_step<kSigned, G>(wasm_v128_load32_splat(pairs + k / 2), B + k * ldb, B + (k + 1) * ldb, acc);
+  if (k < K) direct_pair_step<kSigned, G>(wasm_v128_load32_splat(pairs + k / 2), B + k * ldb, nullptr, acc);
+  const v128_t rs = wasm_i32x4_splat(rowsum);
+  for (size_t g = 0; g < G; ++g)
+    for (size_t j = 0; j < 4; ++j) {
+      const size_t n = 16 * g + 4 * j;
+      wasm_v128_store(c + n, wasm_i32x4_sub(acc[g][j], wasm_i32x4_mul(wasm_v128_load(b_zp + n), rs)));
+    }
 }
 
 template <bool kSigned>
@@ -53,30 +87,14 @@ void direct_row(size_t N, size_t K, const uint8_t* a, int32_t a_zp, const uint8_
                 const int32_t* b_zp, int32_t* c) {
   int32_t rowsum = 0;
   for (size_t k = 0; k < K; ++k) rowsum += int32_t(a[k]) - a_zp;
-  size_t n = 0;
-  for (; n + 16 <= N; n += 16) {
-    v128_t acc[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
-    size_t k = 0;
-    for (; k + 2 <= K; k += 2) {
-      const int32_t pair = ((int32_t(a[k]) - a_zp) & 0xffff) | ((int32_t(a[k + 1]) - a_zp) * 65536);
-      const v128_t ap = wasm_i32x4_splat(pair);
-      const uint8_t* r0 = B + k * ldb + n;
-      const v128_t lo0 = load_row16<kSigned>(r0, false), hi0 = load_row16<kSigned>(r0, true);
-      const v128_t lo1 = load_row16<kSigned>(r0 + ldb, false), hi1 = load_row16<kSigned>(r0 + ldb, true);
-      acc[0] = wasm_i32x4_add(acc[0], wasm_i32x4_dot_i16x8(ap, wasm_i16x8_shuffle(lo0, lo1, 0, 8, 1, 9, 2, 10, 3, 11)));
-      acc[1] = wasm_i32x4_add(acc[1], wasm_i32x4_dot_i16x8(ap, wasm_i16x8_shuffle(lo0, lo1, 4, 12, 5, 13, 6, 14, 7, 15)));
-      acc[2] = wasm_i32x4_add(acc[2], wasm_i32x4_dot_i16x8(ap, wasm_i16x8_shuffle(hi0, hi1, 0, 8, 1, 9, 2, 10, 3, 11)));
-      acc[3] = wasm_i32x4_add(acc[3], wasm_i32x4_dot_i16x8(ap, wasm_i16x8_shuffle(hi0, hi1, 4, 12, 5, 13, 6, 14, 7, 15)));
-    }
-    alignas(16) int32_t out[16];
-    for (size_t j = 0; j < 4; ++j) wasm_v128_store(out + 4 * j, acc[j]);
-    for (; k < K; ++k) {
-      const int32_t ak = int32_t(a[k]) - a_zp;
-      const uint8_t* row = B + k * ldb + n;
-      for (size_t j = 0; j < 16; ++j) out[j] += ak * (kSigned ? int32_t(int8_t(row[j])) : int32_t(row[j]));
-    }
-    for (size_t j = 0; j < 16; ++j) c[n + j] = out[j] - b_zp[n + j] * rowsum;
+  std::vector<int32_t> pairs((K + 1) / 2);
+  for (size_t k = 0; k < K; k += 2) {
+    const int32_t a0 = int32_t(a[k]) - a_zp, a1 = k + 1 < K ? int32_t(a[k + 1]) - a_zp : 0;
+    pairs[k / 2] = int32_t(uint32_t(uint16_t(a0)) | uint32_t(uint16_t(a1)) << 16);
   }
+  size_t n = 0;
+  for (; n + 32 <= N; n += 32) direct_strip<kSigned, 2>(K, pairs.data(), B + n, ldb, rowsum, b_zp + n, c + n);
+  for (; n + 16 <= N; n += 16) direct_strip<kSigned, 1>(K, pairs.data(), B + n, ldb, rowsum, b_zp + n, c + n);
   for (; n < N; ++n) {
     int32_t sum = 0;
     for (size_t k = 0; k < K; ++k) {
