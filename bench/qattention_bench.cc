@@ -1,7 +1,7 @@
 // attnkit benches: QAttention end to end for the shapes — B=1, D=768, N=12, u8 x s8 per-column —
-// prefill S in {128, 512} and a decode step S=1 with P=511 (warm, and over cold layers), at 1 and 2 threads; plus the projection kernel
-// alone per variant (GOP/s), to see how much of the op is the int8 GEMM, and the AVX2 instruction mixes'
-// ceilings. ORT is timed by bench/js/qattention_ort.mjs in the same run.
+// prefill S in {128, 512} and a decode step S=1 with P=511 (warm, and over cold layers), at 1 and 2 threads;
+// plus the projection kernel alone per variant (GOP/s), to see how much of the op is the int8 GEMM, and the
+// AVX2 instruction mixes' ceilings. ORT is timed by bench/js/qattention_ort.mjs in the same run.
 #include <benchmark/benchmark.h>
 
 #include <memory>
