@@ -1,7 +1,7 @@
 // attnkit gemm_u8x8: the few-rows product of a decode step on x86 (the Direct of GemmEntry), written once over an
-// ISA traits type (DirectAvx2 in avx2.cc, DirectAvx512 in x86_vnni512_impl.h). B is read once, row after row in
-// address order, each row's bytes widened to int16 and multiplied with pmaddwd (or vpdpwssd) against (a - za, 0)
-// and (0, a - za): exact int32 sums of the even and of the odd columns, kept in C until the row loop ends.
+// ISA traits type (DirectAvx2 in avx2.cc, DirectAvx512 in x86_vnni512_impl.h). B is read once, four rows per pass
+// over the whole width in address order, each two rows interleaved into int16 (b_k, b_k+1) pairs and multiplied
+// with pmaddwd (or vpdpwssd) against (a_k - za, a_k+1 - za): exact int32 sums, kept in C until the last pass.
 #pragma once
 #include <immintrin.h>
 
@@ -16,8 +16,8 @@ namespace {
 // In a model the weight comes from DRAM, and this core's prefetchers keep up only with one ascending stream. Reading
 // a 768 x 2304 weight (1.77 MB, cold) with vector loads, one thread: row after row 58-60 us; 2 or 4 rows side by
 // side 64 bytes at a time 134-147 us, 70-77 with the rows two groups ahead prefetched in address order; 64-byte
-// column strips down all rows 106-117 us, what the register-tiled loops before this one read (140-209 us for the
-// whole product). So rows go kRows at a time over the whole width, sums in C, the rows ahead prefetched in order.
+// column strips down all rows 106-117 us, the order of the 64-column blocks this replaced (209 us for the whole
+// product). So rows go kRows at a time over the whole width, sums in C, the rows ahead prefetched in order.
 // I: V (W int32 lanes), W, broadcast(int32), pairs<kSigned>(row0, row1, lo, hi) (2W columns of two B rows as
 // int16 pairs; row1 null for zeros), madd(acc, b, a), load/store (int32 vectors) and finish(c, rowsum, zp): the
 // 2W raw sums of a column group, in pairs' order, put in column order minus zp * rowsum.

@@ -1,6 +1,7 @@
 // attnkit gemm_u8x8, 512-bit VNNI pieces shared by avx512vnni.cc and amx.cc (included only by them): the packer
 // of B strips (64 columns, groups of 4 k bytes per column: also the B tile layout of AMX), the 4-row vpdpbusd
-// micro-kernel, and the epilogue that puts a finished row into column order and applies the zero points.
+// micro-kernel, the epilogue that puts a finished row into column order and applies the zero points, and the
+// zmm traits of the few-rows kernel (x86_direct_impl.h).
 #pragma once
 #include <immintrin.h>
 
