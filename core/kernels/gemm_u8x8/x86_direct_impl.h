@@ -53,8 +53,9 @@ struct X86Direct {
       // The rows kGroupsAhead passes on, kRows * 2W bytes per column group, in address order.
       const size_t ahead = k0 + kGroupsAhead * kRows;
       const uint8_t* next = ahead < K ? B + ahead * ldb : nullptr;
+      const size_t next_bytes = next ? std::min(kRows, K - ahead) * ldb : 0;
       for (size_t n = 0, offset = 0; n < whole; n += kGroup, offset += kRows * kGroup) {
-        if (next) {
+        if (offset < next_bytes) {
           ATTNKIT_UNROLL for (size_t l = 0; l < kRows * kGroup; l += 64) __builtin_prefetch(next + offset + l);
         }
         V lo[kPairs], hi[kPairs];
