@@ -23,6 +23,7 @@ using GemmU8X8Fn = void (*)(size_t M, size_t N, size_t K, const uint8_t* A, size
                             size_t ldc, void* workspace);
 using GemmU8X8WorkspaceFn = size_t (*)(size_t M, size_t N, size_t K);
 
+// The few-rows form (above): a decode step's batch x sequence rows.
 constexpr size_t kGemmDirectMaxRows = 4;
 
 // Largest reduction length for which the int32 result is exact for every input.

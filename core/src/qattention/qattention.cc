@@ -285,7 +285,7 @@ QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable
     lay.packed_a_offset = (gemm.packed_b_bytes(K, columns) + 63) / 64 * 64;
     lay.gemm_workspace_bytes = lay.packed_a_offset + gemm.packed_a_bytes(M, K) + 64;
     gemm_bytes = lay.gemm_workspace_bytes;
-  } else if (M <= kGemmDirectMaxRows) {
+  } else if (M <= kQAttentionDirectMaxRows) {
     // A range of at least kQAttentionMinRangeRows weight rows per task, at most one per thread.
     lay.row_ranges = std::max<size_t>(1, std::min<size_t>(threads, K / kQAttentionMinRangeRows));
     gemm_bytes = (lay.row_ranges - 1) * M * columns * sizeof(int32_t);
