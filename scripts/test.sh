@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # attnkit: `npm test` — installs what is missing, builds, then runs every suite:
-#   GoogleTest natively (every ISA this CPU runs or SIMDe emulates); a program built against the installed C++
-#   package and, unoptimized, through add_subdirectory; GoogleTest cross-built for aarch64 under qemu (real NEON) and
-#   built for wasm under Node through ctest (threaded and single-thread); node:test over tests/js (the case corpus
-#   against the reference and onnxruntime-node, the JS package on both wasm builds); and the browser suite in
-#   headless Chromium. Every suite runs even if an earlier one fails; the last line sums them up.
+#   GoogleTest natively (every ISA this CPU runs or SIMDe emulates), built with g++ and again with clang; a program
+#   built against the installed C++ package and, unoptimized, through add_subdirectory; GoogleTest cross-built for
+#   aarch64 under qemu (real NEON) and built for wasm under Node through ctest (threaded and single-thread); node:test
+#   over tests/js (the case corpus against the reference and onnxruntime-node, the JS package on both wasm builds);
+#   and the browser suite in headless Chromium. Every suite runs even if an earlier one fails; the last line sums
+#   them up.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,7 @@ suite() {
 
 suite "native GoogleTest (ctest, build/native)" ctest --test-dir build/native --output-on-failure -V
 suite "C++ package (cmake --install, find_package(attnkit), tests/package)" bash scripts/test-package.sh
+suite "native GoogleTest built with clang (ctest, build/native-clang)" bash scripts/test-clang.sh
 if bash scripts/build-aarch64.sh; then
   suite "aarch64 GoogleTest under qemu (ctest, build/aarch64)" ctest --test-dir build/aarch64 --output-on-failure -V
 else

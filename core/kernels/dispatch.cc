@@ -12,8 +12,10 @@
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(__x86_64__)
 #if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -61,6 +63,16 @@ struct CpuFeatures {
   std::vector<std::string> names;
 };
 
+#if defined(__x86_64__) || defined(__i386__)
+// One CPUID bit (register 0-3: eax, ebx, ecx, edx), for the features __builtin_cpu_supports does not name in
+// every compiler (clang 14 knows neither "f16c" nor "avxvnni").
+bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, int bit) {
+  unsigned r[4];
+  if (!__get_cpuid_count(leaf, subleaf, &r[0], &r[1], &r[2], &r[3])) return false;
+  return (r[reg] >> bit) & 1u;
+}
+#endif
+
 #if defined(__x86_64__)
 // AMX-INT8 tiles, where the OS keeps their state: Linux (5.16 and later) does so for a process that asks, and
 // without asking the first tile instruction faults.
@@ -92,7 +104,7 @@ const CpuFeatures& cpu() {
     note(__builtin_cpu_supports("avx"), "avx");
     f.avx2 = note(__builtin_cpu_supports("avx2"), "avx2");
     f.fma = note(__builtin_cpu_supports("fma"), "fma");
-    f.f16c = note(__builtin_cpu_supports("f16c"), "f16c");
+    f.f16c = note(cpuid_bit(1, 0, 2, 29), "f16c");
     const bool f512 = note(__builtin_cpu_supports("avx512f"), "avx512f");
     const bool bw = note(__builtin_cpu_supports("avx512bw"), "avx512bw");
     const bool dq = note(__builtin_cpu_supports("avx512dq"), "avx512dq");
@@ -100,7 +112,7 @@ const CpuFeatures& cpu() {
     f.avx512 = f512 && bw && dq && vl;
     f.avx512vnni = note(__builtin_cpu_supports("avx512vnni"), "avx512vnni") && f.avx512;
     note(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
-    f.avxvnni = note(__builtin_cpu_supports("avxvnni"), "avxvnni") && f.avx2;
+    f.avxvnni = note(cpuid_bit(7, 1, 0, 4), "avxvnni") && f.avx2;
 #if defined(__x86_64__)
     f.amx = f.avx512vnni && note(amx_int8_usable(), "amx-int8");
 #endif

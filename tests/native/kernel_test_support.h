@@ -34,7 +34,7 @@ constexpr double kU = 1.0 / (1 << 24);
 // trailing canary catches overruns on writes.
 class Guarded {
  public:
-  explicit Guarded(size_t bytes) : bytes_(bytes) {
+  explicit Guarded(size_t bytes) {
 #if ATTNKIT_GUARD_PAGES
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     span_ = (bytes + page - 1) / page * page + page;
@@ -43,6 +43,7 @@ class Guarded {
     mprotect(base_ + span_ - page, page, PROT_NONE);
     data_ = base_ + span_ - page - bytes;
 #else
+    bytes_ = bytes;
     storage_.assign(bytes + kCanary, 0xA5);
     data_ = storage_.data();
 #endif
@@ -70,12 +71,12 @@ class Guarded {
 
  private:
   static constexpr size_t kCanary = 64;
-  size_t bytes_;
   uint8_t* data_ = nullptr;
 #if ATTNKIT_GUARD_PAGES
   uint8_t* base_ = nullptr;
   size_t span_ = 0;
 #else
+  size_t bytes_ = 0;
   std::vector<uint8_t> storage_;
 #endif
 };

@@ -116,9 +116,11 @@ struct Vec128 {
   static void load8(BF16, const uint8_t* row, size_t d, V& lo, V& hi) {
     uint16_t h[8];
     std::memcpy(h, row + 2 * d, 16);
-    const simde_uint16x8_t v = simde_vld1q_u16(h);
-    lo = simde_vreinterpretq_f32_u32(simde_vshll_n_u16(simde_vget_low_u16(v), 16));
-    hi = simde_vreinterpretq_f32_u32(simde_vshll_n_u16(simde_vget_high_u16(v), 16));
+    // bf16 h is the float with bits h << 16: zipped under zeros, each element lands in a lane's high half (one ZIP
+    // each; vshll_n_u16(x, 16) is the same, but SIMDe refuses a shift of 16 under clang).
+    const simde_uint16x8_t v = simde_vld1q_u16(h), zero = simde_vdupq_n_u16(0);
+    lo = simde_vreinterpretq_f32_u16(simde_vzip1q_u16(zero, v));
+    hi = simde_vreinterpretq_f32_u16(simde_vzip2q_u16(zero, v));
   }
   // f16 -> f32 exactly: (h & 0x7fff) << 13 times 2^112 covers normals and subnormals; exponent 31
   // (inf / NaN) keeps its payload with an all-ones fp32 exponent, as common/half.h does.
