@@ -354,6 +354,30 @@ TEST(KernelDispatch, EveryListedIsaHasACompleteTable) {
   }
 }
 
+// x87 math after every table's kernels: SIMDe's NEON emulation once compiled (under clang) to MMX instructions
+// without EMMS, which leaves the x87 stack unusable, and long double math returned NaN (libstdc++'s random
+// distributions use it). Every element type, both products, a few rows and keys.
+TEST(KernelDispatch, KernelsLeaveLongDoubleMathWorking) {
+  std::mt19937 rng(17);
+  constexpr size_t M = 3, N = 20, H = 64;
+  std::vector<float> q(M * H), p(M * N), scores(M * N), out(M * H);
+  fill_floats(q.data(), q.size(), rng, -1.0f, 1.0f);
+  fill_floats(p.data(), p.size(), rng, 0.0f, 1.0f);
+  std::vector<uint8_t> cache(N * H * 4);
+  for (uint8_t& b : cache) b = static_cast<uint8_t>(rng() % 64);  // small bytes: finite as f16, bf16 and f32
+  for (const KernelTable* t : tables()) {
+    const QkGemmFn qk[] = {t->qk.f32, t->qk.f16, t->qk.bf16, t->qk.s8, t->qk.s4};
+    const SvGemmFn sv[] = {t->sv.f32, t->sv.f16, t->sv.bf16, t->sv.s8, t->sv.s4};
+    const size_t row_bytes[] = {H * 4, H * 2, H * 2, H, H / 2};
+    for (size_t e = 0; e < 5; ++e) {
+      qk[e](M, N, H, q.data(), H, cache.data(), row_bytes[e], 0.125f, scores.data(), N);
+      sv[e](M, N, H, p.data(), N, cache.data(), row_bytes[e], out.data(), H, false);
+      volatile long double two_to_32 = 4294967296.0L;
+      ASSERT_EQ(32.0L, std::round(std::log(two_to_32) / std::log(2.0L))) << t->isa << " element type " << e;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kernel_test
 }  // namespace attnkit
