@@ -28,7 +28,12 @@ __attribute__((target("avx512f,fma"), noinline)) inline float fma_loop_avx512(lo
   }
   __m512 sum = acc[0];
   for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, acc[i]);
-  return _mm512_reduce_add_ps(sum);
+  // Summed through memory: GCC 12's _mm512_reduce_add_ps trips its own -Wuninitialized (an undefined-vector idiom).
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  float total = 0.0f;
+  for (float lane : lanes) total += lane;
+  return total;
 }
 __attribute__((target("avx2,fma"), noinline)) inline float fma_loop_avx2(long iters) {
   __m256 acc[12];
