@@ -1,12 +1,14 @@
 // attnkit tests: calls from several application threads at once (a server's sessions, ORT's inter-op threads).
 // They share the process-wide thread pool, the tensor pool and the kernel table; each call must still give the bits
-// it gives alone, whatever the thread counts of the calls beside it.
+// it gives alone, whatever the thread counts of the calls beside it, and the C ABI's info string must stay each
+// caller's own.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "attnkit/attnkit.h"
 #include "case_file.h"
 
 namespace attnkit {
@@ -65,13 +67,16 @@ TEST(ConcurrentCalls, EachCallGivesTheBitsItGivesAlone) {
   ASSERT_GE(cases.size(), sizeof(kCaseFiles) / sizeof(kCaseFiles[0]));
   std::vector<std::vector<CaseOutput>> alone;
   for (const Case& c : cases) alone.push_back(run(c, 2));
+  const std::string info = attnkit_info_json();
 
   constexpr int kCallers = 4, kRounds = 3;
   std::vector<std::vector<std::string>> mismatches(kCallers);
   std::vector<std::thread> callers;
   for (int caller = 0; caller < kCallers; ++caller) {
     callers.emplace_back([&, caller] {
-      for (int round = 0; round < kRounds; ++round)
+      for (int round = 0; round < kRounds; ++round) {
+        // The C ABI's info string must stay this thread's while the others ask for theirs.
+        const char* own_info = attnkit_info_json();
         for (size_t k = 0; k < cases.size(); ++k) {
           // Each caller walks the cases from its own start with its own thread counts, so different ops, shapes
           // and region sizes overlap.
@@ -82,6 +87,8 @@ TEST(ConcurrentCalls, EachCallGivesTheBitsItGivesAlone) {
           for (size_t o = 0; same && o < got.size(); ++o) same = got[o].bytes == alone[i][o].bytes;
           if (!same) mismatches[caller].push_back(cases[i].name + " on " + std::to_string(threads) + " threads");
         }
+        if (info != own_info) mismatches[caller].push_back("attnkit_info_json changed under its caller");
+      }
     });
   }
   for (std::thread& t : callers) t.join();

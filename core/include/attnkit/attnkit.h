@@ -72,8 +72,8 @@ size_t attnkit_result_bytes(const attnkit_result* result, int i);
 const char* attnkit_result_error(const attnkit_result* result);
 void attnkit_result_free(attnkit_result* result);
 
-/* JSON: {"version", "cpu_features", "available_isas", "isa", "quantized_qk", "qattention_gemm", "threads"}. The string lives until the
- * next call of attnkit_info_json or attnkit_set_isa. */
+/* JSON: {"version", "cpu_features", "available_isas", "isa", "quantized_qk", "qattention_gemm", "threads"}. The
+ * string lives until the calling thread's next call of attnkit_info_json (each thread has its own). */
 const char* attnkit_info_json(void);
 /* Forces a kernel ISA for the process: 0 ok, 2 when it is unknown or not available here. */
 int attnkit_set_isa(const char* isa);

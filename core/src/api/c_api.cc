@@ -88,8 +88,9 @@ const attnkit::Tensor* output_at(const attnkit_result* r, int i) {
   return &r->outputs[static_cast<size_t>(i)].second;
 }
 
-std::mutex g_info_mutex;
-std::string g_info;
+std::mutex g_info_mutex;  // attnkit_set_isa against a reader of the selected table
+// Per thread: the string attnkit_info_json hands out stays valid while another thread asks for its own.
+thread_local std::string t_info;
 
 // What every entry point decodes from its C arguments.
 struct Call {
@@ -420,8 +421,8 @@ const char* attnkit_info_json(void) {
     w.key("threads");
     w.int64(attnkit::default_threads());
     w.end_object();
-    g_info = w.str();
-    return g_info.c_str();
+    t_info = w.str();
+    return t_info.c_str();
   } catch (...) {
     return "{}";
   }
