@@ -12,7 +12,7 @@ cmake -S tests/package -B build/package -DCMAKE_PREFIX_PATH="$PWD/build/install"
 cmake --build build/package -j "$jobs" >/dev/null
 build/package/attnkit_consumer
 # That project also builds without exceptions and RTTI, as many embedders do: attnkit keeps its own.
-cmake -S tests/package -B build/package-subdir -DATTNKIT_SOURCE_DIR="$PWD" "-DCMAKE_CXX_FLAGS=-fno-exceptions -fno-rtti" \
-  >/dev/null
+cmake -S tests/package -B build/package-subdir -DATTNKIT_SOURCE_DIR="$PWD" \
+  "-DCMAKE_CXX_FLAGS=-fno-exceptions -fno-rtti" >/dev/null
 cmake --build build/package-subdir -j "$jobs" >/dev/null
 build/package-subdir/attnkit_consumer
