@@ -89,8 +89,13 @@ const attnkit::Tensor* output_at(const attnkit_result* r, int i) {
 }
 
 std::mutex g_info_mutex;  // attnkit_set_isa against a reader of the selected table
-// Per thread: the string attnkit_info_json hands out stays valid while another thread asks for its own.
+// Per thread: the string attnkit_info_json hands out stays valid while another thread asks for its own. (The
+// single-thread wasm build has one thread, and its linker no thread-local storage.)
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+std::string t_info;
+#else
 thread_local std::string t_info;
+#endif
 
 // What every entry point decodes from its C arguments.
 struct Call {
