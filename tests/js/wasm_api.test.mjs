@@ -1,6 +1,6 @@
 // attnkit npm package tests (node:test): the JS API on both wasm builds (SIMD128 + threads, SIMD128
-// single-thread), and the whole case corpus on wasm against the native CLI and the double-precision
-// reference. Needs js/dist (npm run build); the native comparisons need build/native/attnkit (or ATTNKIT_CLI).
+// single-thread), and the whole case corpus on wasm against the native CLI (bit for bit on its wasm128 table)
+// and the double-precision reference. Needs js/dist (npm run build); the native comparisons need build/native/attnkit (or ATTNKIT_CLI).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -57,13 +57,15 @@ for (const file of corpusFiles(path.join(root, 'tests/cases'))) {
   (Array.isArray(doc) ? doc : [doc]).forEach((caseObject, index) => corpus.push({ file, index, caseObject }));
 }
 
-// The native CLI's answer for one case, run once and shared by both builds: { outputs } or { error }.
+// The native CLI's answer for one case, run once and shared by both builds: { outputs } or { error }. `mode`:
+// 'default' (the host's ISA), 'reference' (fp64) or 'wasm128' (the wasm kernels, through SIMDe on x86).
 const nativeCache = new Map();
-function nativeRun(file, index, reference) {
-  const key = `${file}#${index}#${reference}`;
+function nativeRun(file, index, mode = 'default') {
+  const key = `${file}#${index}#${mode}`;
   if (!nativeCache.has(key)) {
     const out = path.join(os.tmpdir(), `attnkit-wasm-test-${process.pid}.json`);
-    const args = ['run', file, '--case', String(index), '--out', out, ...(reference ? ['--reference'] : [])];
+    const extra = { default: [], reference: ['--reference'], wasm128: ['--isa', 'wasm128'] }[mode];
+    const args = ['run', file, '--case', String(index), '--out', out, ...extra];
     const r = spawnSync(cli, args, { encoding: 'utf8' });
     if (r.status === 0) {
       const { outputs } = JSON.parse(fs.readFileSync(out, 'utf8'));
@@ -74,6 +76,13 @@ function nativeRun(file, index, reference) {
     }
   }
   return nativeCache.get(key);
+}
+
+// The same kernels and the same core give the same bits on every platform: every exp attnkit takes is its own
+// polynomial (the C runtimes' expf differ in the last bit), and a result never depends on the thread count.
+function assertSameBits(name, actual, expected) {
+  const bytes = (t) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  assert.ok(bytes(actual).equals(bytes(expected)), `${name}: wasm differs from native's wasm128 table`);
 }
 
 // fp16 / bf16 bit patterns mapped to integers that are ordered like the values, so ulps are differences.
@@ -428,7 +437,7 @@ for (const build of BUILDS) {
               `"${wasmError.message}" should contain "${caseObject.expect_error}"`);
           }
           if (!haveCli) return;
-          const native = nativeRun(file, index, false);
+          const native = nativeRun(file, index);
           if (native.error !== undefined) {
             assert.ok(wasmError, `native failed ("${native.error}") but wasm succeeded`);
             assert.equal(wasmError.message, native.error, 'the same message as the CLI');
@@ -437,7 +446,11 @@ for (const build of BUILDS) {
           if (wasmError) throw wasmError;
           assert.deepEqual(Object.keys(wasm).sort(), Object.keys(native.outputs).sort());
           for (const [name, t] of Object.entries(native.outputs)) assertMatchesNative(name, wasm[name], t);
-          const reference = nativeRun(file, index, true);
+          const sameTable = nativeRun(file, index, 'wasm128');
+          if (sameTable.outputs) {
+            for (const [name, t] of Object.entries(sameTable.outputs)) assertSameBits(name, wasm[name], t);
+          }
+          const reference = nativeRun(file, index, 'reference');
           if (reference.error !== undefined) return;
           // The case's own tolerance (spec accuracy anchors, chosen per case by its author).
           const { atol = 1e-5, rtol = 1e-5 } = caseObject.tolerance ?? {};
@@ -528,7 +541,7 @@ describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
     assert.equal(doc.name, valid.caseObject.name);
     for (const t of Object.values(doc.outputs)) assert.deepEqual(Object.keys(t).sort(), ['base64', 'dtype', 'shape']);
     if (haveCli) {
-      const native = nativeRun(valid.file, 0, false);
+      const native = nativeRun(valid.file, 0);
       for (const [name, t] of Object.entries(native.outputs)) assertMatchesNative(name, materializeTensor(doc.outputs[name], name), t);
     }
   });
@@ -540,7 +553,7 @@ describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
     assert.equal(r.stdout, '');
     assert.equal(r.stderr.trim().split('\n').length, 1);
     assert.ok(r.stderr.includes(invalid.caseObject.expect_error));
-    if (haveCli) assert.equal(r.stderr.trim(), nativeRun(invalid.file, 0, false).error);
+    if (haveCli) assert.equal(r.stderr.trim(), nativeRun(invalid.file, 0).error);
   });
 
   test('help prints the usage on stdout and exits 0', () => {

@@ -10,6 +10,7 @@
 
 #include "common/thread_pool.h"
 #include "gqa/attention_tasks.h"
+#include "softmax/exp_poly.h"  // not std::exp: the C runtimes' expf differ in the last bit
 
 namespace attnkit {
 namespace gqa_attention {
@@ -268,7 +269,7 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
       } else {
         if (sink) m = std::max(m, c.sink[h]);
         float sum = c.kt.softmax.exp_sum(vis, n, m);
-        if (sink) sum += std::exp(c.sink[h] - m);
+        if (sink) sum += exp_poly::exp(c.sink[h] - m);
         c.kt.softmax.scale(vis, n, 1.0f / sum);
         inv_sum = 1.0f;
       }
@@ -320,7 +321,7 @@ void flash_segment_softmax(const AttentionContext& c, Scratch& s, const Tile& ti
     }
     const float m_new = std::max(s.row_max[r], block_max);
     if (s.row_max[r] != kNegInf && m_new > s.row_max[r]) {
-      const float factor = std::exp(s.row_max[r] - m_new);
+      const float factor = exp_poly::exp(s.row_max[r] - m_new);
       c.kt.softmax.scale(s.o_tile + r * H, static_cast<size_t>(H), factor);
       s.row_sum[r] *= factor;
     }

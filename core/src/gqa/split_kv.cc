@@ -8,6 +8,7 @@
 
 #include "common/thread_pool.h"
 #include "gqa/attention_tasks.h"
+#include "softmax/exp_poly.h"  // not std::exp: the C runtimes' expf differ in the last bit
 
 namespace attnkit {
 namespace gqa_attention {
@@ -41,12 +42,12 @@ void decode_merge_task(const AttentionContext& c, const Tile& tile, const float*
     const int64_t h = tile.g * p.group + r / nq;
     float m = p.use_sink ? c.sink[h] : kNegInf;
     for (int64_t ch = 0; ch < chunks; ++ch) m = std::max(m, partials[ch * stride + r * (H + 2)]);
-    float sum = p.use_sink && c.sink[h] != kNegInf ? std::exp(c.sink[h] - m) : 0.0f;
+    float sum = p.use_sink && c.sink[h] != kNegInf ? exp_poly::exp(c.sink[h] - m) : 0.0f;
     std::fill(o, o + H, 0.0f);
     for (int64_t ch = 0; ch < chunks; ++ch) {
       const float* part = partials + ch * stride + r * (H + 2);
       if (part[0] == kNegInf) continue;  // empty chunk
-      const float w = std::exp(part[0] - m);
+      const float w = exp_poly::exp(part[0] - m);
       sum += w * part[1];
       for (int64_t d = 0; d < H; ++d) o[d] += w * part[2 + d];
     }
