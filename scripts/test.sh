@@ -31,6 +31,9 @@ suite "C++ package (cmake --install, find_package(attnkit), tests/package)" bash
 suite "native GoogleTest built with clang (ctest, build/native-clang)" bash scripts/test-clang.sh
 if bash scripts/build-aarch64.sh; then
   suite "aarch64 GoogleTest under qemu (ctest, build/aarch64)" ctest --test-dir build/aarch64 --output-on-failure -V
+  # x86 tests the NEON table through SIMDe; it must compute what ARM computes.
+  suite "aarch64 CLI under qemu: the corpus on the NEON table, x86's bits" \
+    bash scripts/corpus-bits.sh aarch64 neon qemu-aarch64 -cpu max build/aarch64/attnkit
 else
   failed+=("aarch64 build")
 fi

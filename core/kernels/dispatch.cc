@@ -153,6 +153,9 @@ bool isa_runnable(const std::string& isa) {
   const CpuFeatures& f = cpu();
   if (isa == "avx2") return f.avx2 && f.fma && f.f16c;
   if (isa == "avx512") return f.avx512 && f.fma && f.f16c;
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa == "neon") return f.fma;  // SIMDe's NEON is built with FMA here, to fuse as ARM does
+#endif
   return true;
 }
 

@@ -99,7 +99,16 @@ struct Vec128 {
   }
   static V scale_by_pow2(V p, V n) { return mul(p, pow2_of_int_valued(n)); }  // n integer-valued in [-126, 127]
   static float hmax(V v) { return simde_vmaxvq_f32(v); }
-  static float hsum(V v) { return simde_vaddvq_f32(v); }
+#if defined(__aarch64__)
+  static float hsum(V v) { return vaddvq_f32(v); }
+#else
+  // ARM's FADDP sums the lane pairs, then the pair sums; SIMDe's vaddvq_f32 adds the lanes in order, which made
+  // x86's NEON scores differ from ARM's in the last bit. This gives ARM's.
+  static float hsum(V v) {
+    const V pairs = simde_vpaddq_f32(v, v);
+    return simde_vgetq_lane_f32(pairs, 0) + simde_vgetq_lane_f32(pairs, 1);
+  }
+#endif
   // Lane k = hsum(v[k]), with its bits.
   static V sums4(const V v[4]) {
     const float s[4] = {hsum(v[0]), hsum(v[1]), hsum(v[2]), hsum(v[3])};

@@ -42,12 +42,15 @@ std::vector<GemmU8X8Kernels> gemm_u8x8_variants() {
   if (cpu_has_feature("amx-int8")) out.push_back(kGemmU8X8_amx);
 #endif
 #if defined(ATTNKIT_HAVE_GEMM_U8X8_NEON)
-  out.push_back(kGemmU8X8_neon);
-  // sdot: native where the CPU has the dot-product extension, SIMDe-emulated on other hosts.
+  // sdot: native where the CPU has the dot-product extension, SIMDe-emulated on other hosts (x86: built with FMA).
 #if defined(__aarch64__)
+  out.push_back(kGemmU8X8_neon);
   if (cpu_has_feature("dotprod")) out.push_back(kGemmU8X8_neon_dotprod);
 #else
-  out.push_back(kGemmU8X8_neon_dotprod);
+  if (cpu_has_feature("fma")) {
+    out.push_back(kGemmU8X8_neon);
+    out.push_back(kGemmU8X8_neon_dotprod);
+  }
 #endif
 #endif
 #if defined(ATTNKIT_HAVE_GEMM_U8X8_WASM128)

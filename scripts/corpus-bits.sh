@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# attnkit: runs every corpus case file through the Linux CLI (build/native/attnkit) and through another build's CLI
+# (Windows under Wine, aarch64 under qemu), and requires the same stdout bytes, exit code and error message: one
+# kernel table must give the same bits on every platform (NaNs aside: x86 and ARM make different ones).
+# Usage: corpus-bits.sh LABEL ISA|default COMMAND...
+set -uo pipefail
+cd "$(dirname "$0")/.."
+label=$1 isa=$2
+shift 2
+linux_cli=build/native/attnkit
+if [ ! -x "$linux_cli" ]; then
+  echo "corpus ($label): no $linux_cli (scripts/build.sh builds it)"
+  exit 1
+fi
+options=()
+[ "$isa" = default ] || options=(--isa "$isa")
+outputs=$(mktemp -d)
+trap 'rm -rf "$outputs"' EXIT
+same=0
+differ=()
+for f in tests/cases/*/*.json; do
+  rc_linux=0 rc_other=0
+  "$linux_cli" run "$f" "${options[@]}" >"$outputs/linux" 2>"$outputs/linux.err" || rc_linux=$?
+  "$@" run "$f" "${options[@]}" >"$outputs/other" 2>"$outputs/other.err" || rc_other=$?
+  # An invalid case's message is stderr's one line; Windows ends it in \r\n, and Wine may add lines of its own.
+  message=$(head -n 1 "$outputs/linux.err")
+  if { cmp -s "$outputs/linux" "$outputs/other" || node scripts/same-results.mjs "$outputs/linux" "$outputs/other"; } &&
+    [ $rc_linux = $rc_other ] && { [ -z "$message" ] || tr -d '\r' <"$outputs/other.err" | grep -qxF "$message"; }; then
+    same=$((same + 1))
+  else
+    differ+=("$f")
+    echo "differs: $f (exit $rc_linux and $rc_other)"
+    cmp "$outputs/linux" "$outputs/other"
+    head -n 3 "$outputs/linux.err" "$outputs/other.err"
+  fi
+done
+echo "corpus ($label, $isa table): ${same} case files give the Linux CLI's bits, ${#differ[@]} differ ${differ[*]}"
+[ ${#differ[@]} -eq 0 ]
