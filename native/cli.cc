@@ -11,6 +11,10 @@
 #include <new>
 #include <string>
 #include <vector>
+#if defined(_WIN32)
+#include <fcntl.h>
+#include <io.h>
+#endif
 
 #include "attnkit/attnkit.h"
 #include "case_file.h"
@@ -287,8 +291,15 @@ int main_checked(int argc, char** argv) {
 }  // namespace attnkit
 
 int main(int argc, char** argv) {
+#if defined(_WIN32)
+  // Text mode would end Windows' lines in \r\n: stdout gets the bytes `--out` writes, on every platform.
+  _setmode(_fileno(stdout), _O_BINARY);
+#endif
   try {
-    return attnkit::main_checked(argc, argv);
+    const int rc = attnkit::main_checked(argc, argv);
+    // Workers still waiting at exit are killed by the OS; Wine then sometimes reports a broken server call.
+    attnkit::stop_thread_pool();
+    return rc;
   } catch (const std::bad_alloc&) {
     return attnkit::report(1, "out of memory");
   } catch (const std::exception& e) {

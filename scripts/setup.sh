@@ -8,7 +8,7 @@ need_apt=()
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_pkg() { dpkg -s "$1" >/dev/null 2>&1; }
 for pkg in cmake g++ clang make libsimde-dev googletest libgtest-dev libbenchmark-dev emscripten wabt chromium \
-           g++-aarch64-linux-gnu qemu-user node-typescript; do
+           g++-aarch64-linux-gnu qemu-user g++-mingw-w64-x86-64-posix wine64 node-typescript; do
   have_pkg "$pkg" || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -2,10 +2,10 @@
 # attnkit: `npm test` — installs what is missing, builds, then runs every suite:
 #   GoogleTest natively (every ISA this CPU runs or SIMDe emulates), built with g++ and again with clang; a program
 #   built against the installed C++ package and, unoptimized, through add_subdirectory; GoogleTest cross-built for
-#   aarch64 under qemu (real NEON) and built for wasm under Node through ctest (threaded and single-thread); node:test
-#   over tests/js (the case corpus against the reference and onnxruntime-node, the JS package on both wasm builds);
-#   and the browser suite in headless Chromium. Every suite runs even if an earlier one fails; the last line sums
-#   them up.
+#   aarch64 under qemu (real NEON) and for Windows under Wine (with the CLI), and built for wasm under Node through
+#   ctest (threaded and single-thread); node:test over tests/js (the case corpus against the reference and
+#   onnxruntime-node, the JS package on both wasm builds); and the browser suite in headless Chromium. Every suite
+#   runs even if an earlier one fails; the last line sums them up.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +37,7 @@ if bash scripts/build-aarch64.sh; then
 else
   failed+=("aarch64 build")
 fi
+suite "Windows GoogleTest and CLI under Wine (ctest, build/mingw)" bash scripts/test-windows.sh
 # Both wasm flavours again with the GoogleTest suite, run under Node by ctest.
 suite "wasm GoogleTest under Node (ctest, build/wasm-*)" env ATTNKIT_WASM_TESTS=1 ATTNKIT_CTEST_ARGS=-V bash scripts/build-wasm.sh
 # The timeout turns a hung wasm worker or ORT session into a failure instead of a stuck CI job.

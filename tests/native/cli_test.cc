@@ -2,8 +2,13 @@
 // hand-written tests/cases/gqa/cli-*.json cases. The CLI is found beside this binary's build tree (or
 // through ATTNKIT_CLI); where no runnable CLI exists (the wasm build) the tests are skipped.
 #include <gtest/gtest.h>
+#if defined(_WIN32)
+#include <io.h>
+#include <windows.h>
+#else
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
 
 #include <cmath>
 #include <cstdlib>
@@ -29,10 +34,26 @@ std::string cases_dir() { return source_root() + "/tests/cases/gqa/"; }
 std::string cli_path() {
   if (const char* env = std::getenv("ATTNKIT_CLI")) return env;
   char self[4096];
+#if defined(_WIN32)
+  DWORD n = GetModuleFileNameA(nullptr, self, sizeof(self));
+  if (n == 0 || n >= sizeof(self)) return "";
+  for (DWORD i = 0; i < n; ++i) self[i] = self[i] == '\\' ? '/' : self[i];
+  self[n] = '\0';
+  return dirname_of(dirname_of(dirname_of(self))) + "/attnkit.exe";
+#else
   ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (n <= 0) return "";
   self[n] = '\0';
   return dirname_of(dirname_of(dirname_of(self))) + "/attnkit";  // <build>/tests/native/attnkit_tests
+#endif
+}
+
+bool cli_exists(const std::string& path) {
+#if defined(_WIN32)
+  return _access(path.c_str(), 0) == 0;
+#else
+  return access(path.c_str(), X_OK) == 0;
+#endif
 }
 
 struct Result {
@@ -50,10 +71,16 @@ std::string slurp(const std::string& path) {
 Result cli(const std::string& args) {
   std::string dir = ::testing::TempDir();
   std::string out = dir + "attnkit_cli_out.txt", err = dir + "attnkit_cli_err.txt";
+  Result r;
+#if defined(_WIN32)
+  // cmd.exe drops the first and the last quote of a line that starts with one, hence the outer pair.
+  std::string cmd = "\"\"" + cli_path() + "\" " + args + " >\"" + out + "\" 2>\"" + err + "\"\"";
+  r.code = std::system(cmd.c_str());
+#else
   std::string cmd = "'" + cli_path() + "' " + args + " >'" + out + "' 2>'" + err + "'";
   int status = std::system(cmd.c_str());
-  Result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+#endif
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
@@ -62,7 +89,7 @@ Result cli(const std::string& args) {
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (access(cli_path().c_str(), X_OK) != 0 || cli("info").code != 0) {
+    if (!cli_exists(cli_path()) || cli("info").code != 0) {
       FAIL() << "no runnable attnkit CLI at " << cli_path() << " (set ATTNKIT_CLI)";
     }
   }

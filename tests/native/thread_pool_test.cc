@@ -14,6 +14,12 @@
 
 #if defined(__linux__) && !defined(__EMSCRIPTEN__)
 #include <sched.h>
+#elif defined(_WIN32)
+#ifndef NOMINMAX
+#define NOMINMAX  // std::min, not windows.h's macro
+#endif
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
 #endif
 
 #include "common/available_cpus.h"
@@ -109,6 +115,18 @@ TEST(AvailableCpus, FollowsTheAffinityMask) {
   const int pinned = available_cpus();
   ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
   EXPECT_EQ(pinned, 1);
+}
+#elif defined(_WIN32)
+TEST(AvailableCpus, FollowsTheProcessAffinityMask) {
+  DWORD_PTR saved = 0, system = 0;
+  ASSERT_TRUE(GetProcessAffinityMask(GetCurrentProcess(), &saved, &system));
+  ASSERT_NE(saved, 0u);
+  const DWORD_PTR first = saved & (~saved + 1);
+  ASSERT_TRUE(SetProcessAffinityMask(GetCurrentProcess(), first));
+  const int pinned = available_cpus();
+  ASSERT_TRUE(SetProcessAffinityMask(GetCurrentProcess(), saved));
+  EXPECT_EQ(pinned, 1);
+  EXPECT_GE(available_cpus(), 1);
 }
 #endif
 

@@ -23,6 +23,8 @@ struct alignas(64) TileConfig {
 static_assert(sizeof(TileConfig) == 64, "LDTILECFG reads 64 bytes");
 
 // GCC's tile intrinsics paste the tile number into their asm text, so each tile's operations are spelled out below.
+// Loads and stores are attnkit's own asm: GCC's pass the stride as `long`, 32 bits on Windows, which the assembler
+// refuses as an index register.
 struct HardwareTiles {
   static void configure() {
     static const TileConfig config;
@@ -42,9 +44,15 @@ struct HardwareTiles {
   template <>                                                                                                 \
   inline void HardwareTiles::zero<T>() { _tile_zero(T); }                                                     \
   template <>                                                                                                 \
-  inline void HardwareTiles::load<T>(const void* src, size_t stride) { _tile_loadd(T, src, stride); }         \
+  inline void HardwareTiles::load<T>(const void* src, size_t stride) {                                        \
+    __asm__ volatile("{tileloadd\t(%0,%1,1), %%tmm" #T "|tileloadd\t%%tmm" #T ", [%0+%1*1]}"                 \
+                     ::"r"(src), "r"(static_cast<uint64_t>(stride)) : "memory");                             \
+  }                                                                                                           \
   template <>                                                                                                 \
-  inline void HardwareTiles::store<T>(void* dst, size_t stride) { _tile_stored(T, dst, stride); }
+  inline void HardwareTiles::store<T>(void* dst, size_t stride) {                                             \
+    __asm__ volatile("{tilestored\t%%tmm" #T ", (%0,%1,1)|tilestored\t[%0+%1*1], %%tmm" #T "}"               \
+                     ::"r"(dst), "r"(static_cast<uint64_t>(stride)) : "memory");                             \
+  }
 #define ATTNKIT_AMX_DPBUSD(C, A, B) \
   template <>                      \
   inline void HardwareTiles::dpbusd<C, A, B>() { _tile_dpbusd(C, A, B); }

@@ -1,5 +1,6 @@
 // attnkit: the CPUs this process may use (available_cpus.h): the affinity mask, then the cgroup quota of the
-// cgroup namespace's root, where Docker and Kubernetes put a container's limit (cgroup v2, then v1).
+// cgroup namespace's root, where Docker and Kubernetes put a container's limit (cgroup v2, then v1). On Windows,
+// the process affinity mask.
 #include "common/available_cpus.h"
 
 #include <algorithm>
@@ -10,6 +11,12 @@
 
 #if defined(__linux__) && !defined(__EMSCRIPTEN__)
 #include <sched.h>
+#elif defined(_WIN32)
+#ifndef NOMINMAX
+#define NOMINMAX  // std::min, not windows.h's macro
+#endif
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
 #endif
 
 namespace attnkit {
@@ -67,6 +74,13 @@ int available_cpus() {
     if (ok || error != EINVAL) break;
   }
   if (int quota = cgroup_quota_cpus()) cpus = std::min(cpus, quota);
+#elif defined(_WIN32)
+  // A process whose threads span processor groups gets zero masks, and keeps the count of all processors.
+  DWORD_PTR process_mask = 0, system_mask = 0;
+  if (GetProcessAffinityMask(GetCurrentProcess(), &process_mask, &system_mask) && process_mask != 0) {
+    cpus = 0;
+    for (; process_mask != 0; process_mask &= process_mask - 1) ++cpus;
+  }
 #endif
   return std::max(cpus, 1);
 }
