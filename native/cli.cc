@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
 #endif
   try {
     const int rc = attnkit::main_checked(argc, argv);
-    // Workers still waiting at exit are killed by the OS; Wine then sometimes reports a broken server call.
+    // Joined here, not killed by the OS at exit: under Wine a killed waiter sometimes left a broken server call.
     attnkit::stop_thread_pool();
     return rc;
   } catch (const std::bad_alloc&) {
