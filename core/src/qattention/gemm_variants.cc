@@ -2,6 +2,9 @@
 // Emulated ones (NEON and wasm128 through SIMDe on x86, AMX on scalar tiles) are included: exact, just slow.
 #include "qattention/gemm_variants.h"
 
+#include <algorithm>
+#include <string>
+
 #include "dispatch.h"
 
 namespace attnkit {
@@ -42,16 +45,17 @@ std::vector<GemmU8X8Kernels> gemm_u8x8_variants() {
   if (cpu_has_feature("amx-int8")) out.push_back(kGemmU8X8_amx);
 #endif
 #if defined(ATTNKIT_HAVE_GEMM_U8X8_NEON)
-  // sdot: native where the CPU has the dot-product extension, SIMDe-emulated on other hosts (x86: built with FMA).
-#if defined(__aarch64__)
-  out.push_back(kGemmU8X8_neon);
-  if (cpu_has_feature("dotprod")) out.push_back(kGemmU8X8_neon_dotprod);
-#else
-  if (cpu_has_feature("fma")) {
+  // Where dispatch runs the NEON table (on x86 the emulated files need FMA).
+  const std::vector<std::string> isas = available_isas();
+  if (std::find(isas.begin(), isas.end(), "neon") != isas.end()) {
     out.push_back(kGemmU8X8_neon);
+    // sdot: native where the CPU has the dot-product extension, SIMDe-emulated on other hosts.
+#if defined(__aarch64__)
+    if (cpu_has_feature("dotprod")) out.push_back(kGemmU8X8_neon_dotprod);
+#else
     out.push_back(kGemmU8X8_neon_dotprod);
-  }
 #endif
+  }
 #endif
 #if defined(ATTNKIT_HAVE_GEMM_U8X8_WASM128)
   out.push_back(kGemmU8X8_wasm128);
