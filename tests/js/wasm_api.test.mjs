@@ -1,6 +1,7 @@
 // attnkit npm package tests (node:test): the JS API on both wasm builds (SIMD128 + threads, SIMD128
 // single-thread), and the whole case corpus on wasm against the native CLI (bit for bit on its wasm128 table)
-// and the double-precision reference. Needs js/dist (npm run build); the native comparisons need build/native/attnkit (or ATTNKIT_CLI).
+// and the double-precision reference. Needs js/dist (npm run build); the native comparisons need
+// build/native/attnkit (or ATTNKIT_CLI).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
