@@ -295,16 +295,17 @@ int main(int argc, char** argv) {
   // Text mode would end Windows' lines in \r\n: stdout gets the bytes `--out` writes, on every platform.
   _setmode(_fileno(stdout), _O_BINARY);
 #endif
+  int rc = 1;
   try {
-    const int rc = attnkit::main_checked(argc, argv);
-    // Joined here, not killed by the OS at exit: under Wine a killed waiter sometimes left a broken server call.
-    attnkit::stop_thread_pool();
-    return rc;
+    rc = attnkit::main_checked(argc, argv);
   } catch (const std::bad_alloc&) {
-    return attnkit::report(1, "out of memory");
+    rc = attnkit::report(1, "out of memory");
   } catch (const std::exception& e) {
-    return attnkit::report(1, std::string("internal error: ") + e.what());
+    rc = attnkit::report(1, std::string("internal error: ") + e.what());
   } catch (...) {
-    return attnkit::report(1, "internal error");
+    rc = attnkit::report(1, "internal error");
   }
+  // Joined here, not killed by the OS at exit: under Wine a killed waiter sometimes left a broken server call.
+  attnkit::stop_thread_pool();
+  return rc;
 }

@@ -4,7 +4,13 @@
 import fs from 'node:fs';
 
 const [a, b] = process.argv.slice(2).map((file) => {
-  const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+  let doc;
+  try {
+    doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    console.error(`same-results: ${file} holds no CLI result (empty or cut short)`);
+    process.exit(1);
+  }
   return Array.isArray(doc) ? doc : [doc];
 });
 const bitsArray = { float32: Uint32Array, float16: Uint16Array, bfloat16: Uint16Array };

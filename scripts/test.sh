@@ -13,29 +13,33 @@ bash scripts/setup.sh || exit 1
 bash scripts/build.sh || exit 1
 
 failed=()
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+failed_logs=()
+logs=$(mktemp -d)
+log=$logs/all
+trap 'rm -rf "$logs"' EXIT
 export GTEST_BRIEF=1  # GoogleTest prints failures and its summary only
 
-# Runs one suite, teeing its output into the log the final count is read from.
+# Runs one suite, teeing its output into its own log and into the one the final count is read from.
 suite() {
-  local name=$1
+  local name=$1 own
+  own=$(mktemp "$logs/suite.XXXX")
   shift
   echo "== $name"
-  "$@" 2>&1 | tee -a "$log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("$name")
+  "$@" 2>&1 | tee "$own" | tee -a "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] && return
+  failed+=("$name")
+  failed_logs+=("$own")
+  return 1
 }
 
 suite "native GoogleTest (ctest, build/native)" ctest --test-dir build/native --output-on-failure -V
 suite "C++ package (cmake --install, find_package(attnkit), tests/package)" bash scripts/test-package.sh
 suite "native GoogleTest built with clang (ctest, build/native-clang)" bash scripts/test-clang.sh
-if bash scripts/build-aarch64.sh; then
+if suite "aarch64 cross-build (build/aarch64)" bash scripts/build-aarch64.sh; then
   suite "aarch64 GoogleTest under qemu (ctest, build/aarch64)" ctest --test-dir build/aarch64 --output-on-failure -V
   # x86 tests the NEON table through SIMDe; it must compute what ARM computes.
   suite "aarch64 CLI under qemu: the corpus on the NEON table, x86's bits" \
     bash scripts/corpus-bits.sh aarch64 neon qemu-aarch64 -cpu max build/aarch64/attnkit
-else
-  failed+=("aarch64 build")
 fi
 suite "Windows GoogleTest and CLI under Wine (ctest, build/mingw)" bash scripts/test-windows.sh
 # Both wasm flavours again with the GoogleTest suite, run under Node by ctest.
@@ -56,6 +60,12 @@ count() {
 }
 passed=$(count pass)
 failures=$(count fail)
+# CI keeps only the end of this output: each failed suite's telling lines come last, just before the sums.
+for i in "${!failed[@]}"; do
+  echo "-- why \"${failed[$i]}\" failed (its failure lines, then its last lines):"
+  grep -E '\[  FAILED  \]|^not ok|differs|Failed|\*\*\*|[Ee]rror|[Tt]imeout|Segmentation|Abort' "${failed_logs[$i]}" | tail -n 12
+  tail -n 6 "${failed_logs[$i]}"
+done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "FAILED suites: ${failed[*]}"
   [ "$failures" -gt 0 ] || failures=${#failed[@]}

@@ -28,6 +28,15 @@
 namespace attnkit {
 namespace {
 
+// The suite ends by joining the pool's workers, as the CLI does before it exits. Left running, the OS kills them
+// mid-wait at exit, and under Wine that sometimes broke the exit ("wine client error").
+class JoinThePoolAtTheEnd : public ::testing::Environment {
+ public:
+  void TearDown() override { stop_thread_pool(); }
+};
+[[maybe_unused]] const ::testing::Environment* const kJoinThePool =
+    ::testing::AddGlobalTestEnvironment(new JoinThePoolAtTheEnd);
+
 // The single-thread wasm build has no threads: parallel_for runs inline there, so nothing can hang.
 #if !defined(__EMSCRIPTEN__) || defined(__EMSCRIPTEN_PTHREADS__)
 #define ATTNKIT_TEST_HAS_THREADS 1
