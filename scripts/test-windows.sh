@@ -14,15 +14,16 @@ export WINEPREFIX="$PWD/build/mingw/wine" WINEDEBUG=-all
 wine=/usr/lib/wine  # Debian's wine64 package keeps its programs here
 "$wine/wineserver" -p || true  # fails only where one already runs
 trap '"$wine/wineserver" -k 2>/dev/null || true' EXIT
-"$wine/wine64" wineboot </dev/null >/dev/null 2>&1
+"$wine/wine64" wineboot </dev/null >/dev/null 2>&1 || echo "wineboot failed (exit $?); the runs below will say more"
 status=0
+# The suite takes about 20 s; a hung Wine fails at --timeout instead of stalling CI.
 ctest_log=build/mingw/ctest.log
-ctest --test-dir build/mingw --output-on-failure -V 2>&1 | tee "$ctest_log" || status=$?
+ctest --test-dir build/mingw --output-on-failure -V --timeout 600 2>&1 | tee "$ctest_log" || status=$?
 # Wine's own failure around an exit (corpus-bits.sh says more) is retried once, in the open.
 if [ $status -ne 0 ] && wine_line=$(grep -m 1 -E '^([0-9]+: )?wine' "$ctest_log"); then
   echo "retrying the suite once: Wine said \"$wine_line\""
   status=0
-  ctest --test-dir build/mingw --output-on-failure -V || status=$?
+  ctest --test-dir build/mingw --output-on-failure -V --timeout 600 || status=$?
 fi
 
 # The whole corpus through the Windows CLI, against the Linux CLI. Until the thirty-first session a decode differed:
