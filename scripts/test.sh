@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh || exit 1
 bash scripts/build.sh || exit 1
+echo "== setup and build: ${SECONDS} s"
 
 failed=()
 failed_logs=()
@@ -21,12 +22,14 @@ export GTEST_BRIEF=1  # GoogleTest prints failures and its summary only
 
 # Runs one suite, teeing its output into its own log and into the one the final count is read from.
 suite() {
-  local name=$1 own
+  local name=$1 own start=$SECONDS status
   own=$(mktemp "$logs/suite.XXXX")
   shift
   echo "== $name"
   "$@" 2>&1 | tee "$own" | tee -a "$log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] && return
+  status=${PIPESTATUS[0]}
+  echo "== $name: $([ "$status" -eq 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"
+  [ "$status" -eq 0 ] && return
   failed+=("$name")
   failed_logs+=("$own")
   return 1
@@ -70,5 +73,5 @@ if [ ${#failed[@]} -gt 0 ]; then
   echo "FAILED suites: ${failed[*]}"
   [ "$failures" -gt 0 ] || failures=${#failed[@]}
 fi
-echo "${passed} passed, ${failures} failed"
+echo "${passed} passed, ${failures} failed, in $((SECONDS / 60)) min $((SECONDS % 60)) s"
 [ ${#failed[@]} -eq 0 ]
