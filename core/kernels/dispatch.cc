@@ -118,7 +118,11 @@ const CpuFeatures& cpu() {
 #endif
 #elif defined(__aarch64__)
     f.names.push_back("neon");
-#if defined(__linux__) && defined(HWCAP_ASIMDDP)
+#if defined(__ARM_FEATURE_DOTPROD)
+    // The whole build already targets it: Apple's arm64 default (apple-m1), or -march=...+dotprod anywhere, where
+    // no getauxval answers (macOS, Windows on ARM).
+    f.dotprod = true;
+#elif defined(__linux__) && defined(HWCAP_ASIMDDP)
     f.dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
 #endif
     if (f.dotprod) f.names.push_back("dotprod");
