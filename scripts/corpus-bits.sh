@@ -37,7 +37,7 @@ for f in tests/cases/*/*.json; do
   rc_linux=0
   "$linux_cli" run "$f" "${options[@]}" >"$outputs/linux" 2>"$outputs/linux.err" || rc_linux=$?
   run_other "$@"
-  # About one run in a thousand, Wine itself fails around a program's exit and says so ("wine client error"):
+  # About one run in 800, Wine itself fails around a program's exit and says so ("wine client error"):
   # such a run is taken again, once, in the open. attnkit never writes a line that starts with "wine".
   ok=0
   agree && ok=1

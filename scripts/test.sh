@@ -64,7 +64,7 @@ count() {
 passed=$(count pass)
 failures=$(count fail)
 # CI keeps only the end of this output: each failed suite's telling lines come last, just before the sums.
-telling='\[  FAILED  \]|^not ok|differs|Failed|\*\*\*|[Ee]rror|[Tt]imeout|Segmentation|Abort'
+telling='\[  FAILED  \]|^ *not ok|differs|Failed|\*\*\*|[Ee]rror:|[Tt]imeout|Segmentation|Abort'
 for i in "${!failed[@]}"; do
   echo "-- why \"${failed[$i]}\" failed (its failure lines, then its last lines):"
   grep -E "$telling" "${failed_logs[$i]}" | tail -n 12
