@@ -2,9 +2,6 @@
 // Emulated ones (NEON and wasm128 through SIMDe on x86, AMX on scalar tiles) are included: exact, just slow.
 #include "qattention/gemm_variants.h"
 
-#include <algorithm>
-#include <string>
-
 #include "dispatch.h"
 
 namespace attnkit {
@@ -46,8 +43,7 @@ std::vector<GemmU8X8Kernels> gemm_u8x8_variants() {
 #endif
 #if defined(ATTNKIT_HAVE_GEMM_U8X8_NEON)
   // Where dispatch runs the NEON table (on x86 the emulated files need FMA).
-  const std::vector<std::string> isas = available_isas();
-  if (std::find(isas.begin(), isas.end(), "neon") != isas.end()) {
+  if (kernel_table_for("neon")) {
     out.push_back(kGemmU8X8_neon);
     // sdot: native where the CPU has the dot-product extension, SIMDe-emulated on other hosts.
 #if defined(__aarch64__)
