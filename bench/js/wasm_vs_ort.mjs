@@ -65,6 +65,8 @@ function median(values) {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
+const mean = (values) => values.reduce((a, b) => a + b, 0) / values.length;
+
 function maxAbsDiff(a, b) {
   if (!a || !b || a.data.length !== b.data.length) return NaN;
   let m = 0;
@@ -216,6 +218,7 @@ async function child(threads) {
     let ortError = null;
     let diff = NaN;
     const ortTimes = [];
+    const ortMeans = [];
     const vsOrt = [];
     for (let round = 0; round < (c.kind === 'decode' && !quick ? 3 : 1) && !ortError; round++) {
       let freshMs = null;
@@ -227,6 +230,7 @@ async function child(threads) {
       try {
         const ort = await runOrt(c, { backend: 'web', threads, repeat, warmup, budgetMs: BUDGET_MS });
         ortTimes.push(ort.timeMs);
+        ortMeans.push(ort.meanMs);
         if (freshMs) vsOrt.push(ort.timeMs / freshMs);
         diff = maxAbsDiff(wasmOut?.output, ort.outputs.output);
       } catch (err) {
@@ -240,6 +244,7 @@ async function child(threads) {
     const copyMs = c.kind === 'decode' ? timeCacheCopies(prepared) : null;
     results.push({ name: c.name, threads, wasmMs: times.length ? median(times) : null,
       freshMs: freshTimes.length ? median(freshTimes) : null, wasmError, ortMs, ortError, diff,
+      freshMeanMs: freshTimes.length ? mean(freshTimes) : null, ortMeanMs: ortMeans.length ? mean(ortMeans) : null,
       inPlaceMs, copyMs, avx2Ms: avx2Times.length ? median(avx2Times) : null,
       vsOrt: vsOrt.length ? median(vsOrt) : null, vsOrtSpread: vsOrt.length > 1 ? [Math.min(...vsOrt), Math.max(...vsOrt)] : null,
       vsAvx2: vsAvx2.length ? median(vsAvx2) : null, vsAvx2Spread: vsAvx2.length ? [Math.min(...vsAvx2), Math.max(...vsAvx2)] : null });
@@ -312,6 +317,9 @@ async function parent() {
         + `${fmtRatio(vsAvx2, 10)}${(Number.isFinite(r.diff) ? r.diff.toExponential(1) : '-').padStart(11)}`
         + (r.vsOrtSpread ? `  (ORT/fresh rounds ${r.vsOrtSpread.map((x) => x.toFixed(2)).join('-')})` : '')
         + (t === 1 && r.vsAvx2Spread ? `  (wasm/avx2 rounds ${r.vsAvx2Spread.map((x) => x.toFixed(2)).join('-')})` : '')
+        // What a loop of such calls averages: fresh multi-MB arrays now and then stall a call for tens of ms.
+        + (c.kind === 'decode' && Number.isFinite(r.freshMeanMs) && Number.isFinite(r.ortMeanMs)
+          ? `  (means: fresh ${r.freshMeanMs.toFixed(2)}, ORT ${r.ortMeanMs.toFixed(2)} ms)` : '')
         + (r.wasmError ? `  attnkit: ${r.wasmError.slice(0, 80)}` : '') + (r.ortError ? `  ORT: ${r.ortError.slice(0, 80)}` : ''));
       if (Number.isFinite(r.copyMs)) {
         // ORT web pays these copies too: where ORT's time is under 2x of them, no stateless call can be 2x faster.

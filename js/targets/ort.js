@@ -226,7 +226,9 @@ export async function runOrt(caseObj, { backend = 'node', threads = 1, repeat = 
   for (const [name, t] of Object.entries(results)) {
     outputs[name] = { dtype: t.type, shape: Array.from(t.dims, Number), data: t.data };
   }
-  return { outputs, timeMs: median(times) };
+  // The mean too: a multi-MB output array now and then stalls a call for tens of ms (V8 reclaiming them), which a
+  // loop's throughput pays and the median hides.
+  return { outputs, timeMs: median(times), meanMs: times.reduce((x, y) => x + y, 0) / times.length };
 }
 
 function ortTarget(backend, id, label) {
