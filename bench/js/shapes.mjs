@@ -195,6 +195,8 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
     }
   }
   runner.close();
+  // ORT's times include its fresh output arrays, which 2 MB pages make cheaper (README, Performance).
+  console.log(`GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? ''} (glibc.malloc.hugetlb=1: ORT's outputs in 2 MB pages)`);
   console.log('case                          threads  attnkit ms    ORT ms   ORT/attnkit  (rounds: min-max)');
   for (const r of rows) {
     console.log(`${r.name.padEnd(30)}${String(r.threads).padStart(4)}${r.attnkitMs.toFixed(3).padStart(12)}`
