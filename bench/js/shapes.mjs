@@ -158,6 +158,12 @@ function withoutQkNorm(c) {
   return q || k ? { ...c, inputs } : c;
 }
 
+// Which pages this Node process's fresh multi-MB arrays (attnkit wasm's and the ORT peers' outputs) come in: the
+// peers' times depend on it (README, "Fresh multi-MB arrays in Node"), so every table says which setup it is.
+export function pageSetupLine() {
+  return `GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? ''} (glibc.malloc.hugetlb=1: fresh arrays in 2 MB pages)`;
+}
+
 export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 }) {
   const runner = startNativeRunner();
   const rows = [];
@@ -195,8 +201,7 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
     }
   }
   runner.close();
-  // ORT's times include its fresh output arrays, which 2 MB pages make cheaper (README, Performance).
-  console.log(`GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? ''} (glibc.malloc.hugetlb=1: ORT's outputs in 2 MB pages)`);
+  console.log(pageSetupLine());
   console.log('case                          threads  attnkit ms    ORT ms   ORT/attnkit  (rounds: min-max)');
   for (const r of rows) {
     console.log(`${r.name.padEnd(30)}${String(r.threads).padStart(4)}${r.attnkitMs.toFixed(3).padStart(12)}`
