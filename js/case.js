@@ -308,7 +308,7 @@ export function tensorToJson(tensor) {
   return { dtype: tensor.dtype, shape: tensor.shape.slice(), base64: bytesToBase64(bytesOf(tensor.data)) };
 }
 
-// A case's "ort" field says where ORT 1.30 cannot run it: "skip: reason" on every EP, "skip-cpu: reason" on the CPU
+// A case's "ort" field says where ORT cannot run it: "skip: reason" on every EP, "skip-cpu: reason" on the CPU
 // EP and the wasm EP built from the same kernels, while the WebGPU EP runs it. The reason for `ep` ('cpu' or
 // 'webgpu'), or null where that EP runs the case.
 export function ortSkipReason(caseObj, ep) {

@@ -100,7 +100,7 @@ function writeAll() {
 
 // ================= valid cases =================
 const F16 = 'float16', BF16 = 'bfloat16';
-const BF16_SKIP = 'skip: ORT 1.30 has no bfloat16 GroupQueryAttention CPU kernel (compared with the reference only)';
+const BF16_SKIP = 'skip: ORT 1.30 and 1.31 have no bfloat16 GroupQueryAttention CPU kernel (compared with the reference only)';
 // ---- prompt (first prompt, S == T) ----
 gqa({ name: 'prompt/basic-fp32', S: 8 });
 gqa({ name: 'prompt/heads-4-4-h32', N: 4, Nk: 4, H: 32, S: 6 });
@@ -243,7 +243,7 @@ win('rotary-position-ids-chunk', { S: 4, past: 12, seqlens: [33], H: 32, rotary:
 win('int8-per-channel-decode', { S: 1, past: 64, seqlens: [199], H: 64, cacheDtype: 'int8', quant: PC8, tol: Q8, note: QNOTE, attrs: { local_window_size: 32 } });
 win('int4-per-tensor-chunk-staging', { S: 20, past: 64, seqlens: [149], H: 64, cacheDtype: 'uint8', quant: PT4, tol: Q4, note: QNOTE, attrs: { local_window_size: 32 } });
 win('int4-h16-decode', { S: 1, past: 16, seqlens: [30], H: 16, cacheDtype: 'uint8', quant: PC4, tol: Q4, attrs: { local_window_size: 8 },
-  ort: 'skip: ORT 1.30 refuses a quantized window cache whose rows are not a multiple of 16 bytes (compared with the reference only)' });
+  ort: 'skip: ORT 1.30 and 1.31 refuse a quantized window cache whose rows are not a multiple of 16 bytes (compared with the reference only)' });
 win('fp16-decode', { dtype: F16, S: 1, past: 16, seqlens: [37], attrs: { local_window_size: 8 } });
 win('bf16-chunk', { dtype: BF16, S: 5, past: 16, seqlens: [37], attrs: { local_window_size: 8 }, ort: BF16_SKIP });
 win('smooth-softmax-packed-decode', { packed: true, S: 1, past: 10, seqlens: [25], attrs: { local_window_size: 10, smooth_softmax: 1 } });
@@ -377,7 +377,7 @@ maskBias(gqa({ name: 'masked/fully-masked-chunk-window', S: 4, past: 10, H: 32, 
 maskBias(gqa({ name: 'masked/fully-masked-decode-int8', S: 1, past: 16, bias: [1, 4], cacheDtype: 'int8', quant: { type: 'PER_TENSOR', bits: 8 }, tol: Q8, note: QNOTE }), [
   { h: 2, i: 0, value: -Infinity }, { h: 3, i: 0, value: LOWEST },
 ]);
-const ORT_NAIVE_NAN = "skip: ORT 1.30's naive path (which it takes for fp16, softcap, qk_output or a single key) gives NaN for a fully masked row; its flash paths give 0, as attnkit does everywhere (compared with the reference only)";
+const ORT_NAIVE_NAN = "skip: ORT 1.30's and 1.31's naive path (which they take for fp16, softcap, qk_output or a single key) gives NaN for a fully masked row; their flash paths give 0, as attnkit does everywhere (compared with the reference only)";
 maskBias(gqa({ name: 'masked/fully-masked-fp16-softcap', dtype: F16, S: 6, bias: [1, 4], attrs: { softcap: 2 }, ort: ORT_NAIVE_NAN }), [
   { h: 0, i: 3, value: -Infinity }, { h: 1, i: 5, value: -Infinity, upTo: 5 },
 ]);

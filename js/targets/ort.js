@@ -1,11 +1,27 @@
 // attnkit: the ONNX Runtime peer. Builds a single-node ModelProto (IR 10, opset 21 + com.microsoft 1) for a case with
-// onnx-proto and runs it on onnxruntime-node (CPU EP) or onnxruntime-web's wasm EP inside Node. ORT 1.30 oddities
+// onnx-proto and runs it on onnxruntime-node (CPU EP) or onnxruntime-web's wasm EP inside Node. ORT oddities
 // handled here come from probing (/work/shared/notes/webgpu-and-peers.md): presents are always requested with past.
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join, sep } from 'node:path';
 import onnxProto from 'onnx-proto';
 import { materializeInputs, normalizeCase, ortSkipReason } from '../case.js';
 
 const { onnx } = onnxProto;
+
+// The installed version of a peer package ("1.31.1"), for labels: package.json pins it, and a user who installs
+// another one sees which ORT the comparison ran. (Neither package exports its package.json.)
+export function peerVersion(pkg) {
+  try {
+    const entry = createRequire(import.meta.url).resolve(pkg);
+    const root = entry.slice(0, entry.lastIndexOf(`${sep}${pkg}${sep}`) + pkg.length + 1);
+    return JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
+  } catch {
+    return '(not installed)';
+  }
+}
+export const ORT_NODE = `ORT ${peerVersion('onnxruntime-node')}`;
+export const ORT_WEB = `ORT ${peerVersion('onnxruntime-web')}`;
 
 // Positional input/output names of each operator, as ORT's schemas declare them; absent optional inputs become "".
 export const OP_SCHEMAS = {
@@ -247,7 +263,7 @@ function ortTarget(backend, id, label) {
     divergenceNote(caseObj) {
       return backend === 'node' && ortNodeSaturates(caseObj) ? "ORT's u8 x s8 product saturates on x86 without VNNI" : null;
     },
-    // Cases that ORT 1.30 cannot run say so in their "ort" field.
+    // Cases that ORT cannot run say so in their "ort" field.
     skipReason(caseObj) {
       return ortSkipReason(caseObj, 'cpu');
     },
@@ -261,5 +277,5 @@ function ortTarget(backend, id, label) {
   };
 }
 
-export const ortNodeTarget = ortTarget('node', 'ort-node', 'ORT 1.30 native CPU');
-export const ortWasmTarget = ortTarget('web', 'ort-wasm', 'ORT 1.30 wasm (Node)');
+export const ortNodeTarget = ortTarget('node', 'ort-node', `${ORT_NODE} native CPU`);
+export const ortWasmTarget = ortTarget('web', 'ort-wasm', `${ORT_WEB} wasm (Node)`);

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { materializeInputs, normalizeCase, ortSkipReason } from '../case.js';
-import { buildModelBytes } from './ort.js';
+import { buildModelBytes, ORT_WEB } from './ort.js';
 import { repoRoot } from './native.js';
 
 const PAGE_PATH = '/__attnkit/browser.html';
@@ -190,7 +190,7 @@ async function browserReason() {
 
 export const webgpuOrtTarget = {
   id: 'webgpu-ort',
-  label: 'ORT 1.30 WebGPU (Chromium)',
+  label: `${ORT_WEB} WebGPU (Chromium)`,
   async available() {
     const reason = await browserReason();
     if (reason) return reason;

@@ -3,7 +3,7 @@
 // sizes 8-256, rotary, window, softcap, bias (some masking whole rows), sinks, every mask spelling, quantized caches,
 // packed QKV) run on attnkit native with every ISA the CLI offers and both paths, and on the threaded wasm build
 // through the package (and, where a case continues its whole past, through a KvCache), against the fp64 reference and
-// onnxruntime-node 1.30.
+// onnxruntime-node (the version package.json pins).
 // Deterministic: FUZZ_SEED (default 1) and FUZZ_CASES (default 24 per op) pick the cases; a failure prints the
 // case as JSON, ready to become a corpus file.
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import * as attnkit from '../../js/index.js';
 import { floatToBf16, floatToF16, materializeTensor, normalizeCase, ortSkipReason, tensorToJson } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, runNative } from '../../js/targets/native.js';
-import { ortNodeSaturates, runOrt } from '../../js/targets/ort.js';
+import { ORT_NODE, ortNodeSaturates, runOrt } from '../../js/targets/ort.js';
 import { gqaReferenceTolerance, ortTolerance, qattentionReferenceTolerance } from './reference_tolerance.mjs';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 1);
@@ -275,7 +275,7 @@ for (const { c, tolerance } of cases) {
       if (!ort) continue;
       blankPaddingRows(c, run.outputs, ort.outputs);
       const vsOrt = compareOutputs(c, run.outputs, ort.outputs, ortTolerance(c));
-      assert.ok(vsOrt.ok, `${where} vs ORT 1.30:\n${describeFailures(vsOrt)}${replay}`);
+      assert.ok(vsOrt.ok, `${where} vs ${ORT_NODE}:\n${describeFailures(vsOrt)}${replay}`);
     }
     const wasm = await attnkit.runCase(c);
     const vsRef = compareOutputs(c, wasm.outputs, ref.outputs, tolerance(c));

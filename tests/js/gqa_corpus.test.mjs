@@ -1,5 +1,6 @@
 // attnkit: the GroupQueryAttention case corpus (tests/cases/gqa) through the native CLI, checked against the fp64
-// reference (`attnkit run --reference`) and against onnxruntime-node 1.30 built from each case at test time.
+// reference (`attnkit run --reference`) and against onnxruntime-node (the version package.json pins) built from
+// each case at test time.
 // Validation cases must exit 2 with one stderr line holding the expected message.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -9,7 +10,7 @@ import { test } from 'node:test';
 import { normalizeCase, ortSkipReason } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, repoRoot, runNative } from '../../js/targets/native.js';
-import { runOrt } from '../../js/targets/ort.js';
+import { ORT_NODE, runOrt } from '../../js/targets/ort.js';
 import { gqaReferenceTolerance } from './reference_tolerance.mjs';
 
 const caseDir = join(repoRoot, 'tests/cases/gqa');
@@ -27,8 +28,8 @@ for (const f of readdirSync(caseDir).filter((n) => n.endsWith('.json')).sort()) 
 function testName(c) {
   const skip = ortSkipReason(c, 'cpu');
   if (c.expect_error) return `${c.name} rejects with exit 2 ("${c.expect_error}")`;
-  if (skip) return `${c.name} vs reference only (ORT 1.30: ${skip})`;
-  return `${c.name} vs reference and ORT 1.30`;
+  if (skip) return `${c.name} vs reference only (${ORT_NODE}: ${skip})`;
+  return `${c.name} vs reference and ${ORT_NODE}`;
 }
 
 // The variants every valid case runs on: both attention paths (flash with two threads, so the work split is
@@ -86,7 +87,7 @@ for (const { file, case: c } of corpus) {
       assert.ok(vsRef.ok, `${where} vs reference:\n${describeFailures(vsRef)}`);
       if (!ort) continue;
       const vsOrt = compareOutputs(c, run.outputs, ort.outputs, c.tolerance);
-      assert.ok(vsOrt.ok, `${where} vs ORT 1.30:\n${describeFailures(vsOrt)}`);
+      assert.ok(vsOrt.ok, `${where} vs ${ORT_NODE}:\n${describeFailures(vsOrt)}`);
     }
   });
 }

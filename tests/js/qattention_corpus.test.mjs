@@ -1,6 +1,7 @@
 // attnkit: the QAttention case corpus (tests/cases/qattention) through the native CLI, checked against the fp64
-// reference (`attnkit run --reference`) and against onnxruntime-node 1.30 built from each case at test time (its wasm
-// EP for int8 weights where the native EP's u8 x s8 product saturates: see ortNodeSaturates).
+// reference (`attnkit run --reference`) and against onnxruntime-node (the version package.json pins) built from
+// each case at test time (its wasm EP for int8 weights where the native EP's u8 x s8 product saturates: see
+// ortNodeSaturates).
 // Validation cases must exit 2 with one stderr line holding the expected message.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -10,7 +11,7 @@ import { test } from 'node:test';
 import { normalizeCase } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, repoRoot, runNative } from '../../js/targets/native.js';
-import { ortNodeSaturates, runOrt } from '../../js/targets/ort.js';
+import { ORT_NODE, ortNodeSaturates, runOrt } from '../../js/targets/ort.js';
 import { qattentionReferenceTolerance } from './reference_tolerance.mjs';
 
 const caseDir = join(repoRoot, 'tests/cases/qattention');
@@ -19,7 +20,7 @@ const corpus = readdirSync(caseDir).filter((f) => f.endsWith('.json')).sort()
 
 function testName(c) {
   if (c.expect_error) return `${c.name} rejects with exit 2 ("${c.expect_error}")`;
-  return `${c.name} vs reference and ORT 1.30`;
+  return `${c.name} vs reference and ${ORT_NODE}`;
 }
 
 // Every ISA the CLI runs here (the default one with 2 threads, so the work split is exercised too).
@@ -71,7 +72,7 @@ for (const { file, case: c } of corpus) {
       const vsRef = compareOutputs(c, run.outputs, ref.outputs, qattentionReferenceTolerance(c));
       assert.ok(vsRef.ok, `${where} vs reference:\n${describeFailures(vsRef)}`);
       const vsOrt = compareOutputs(c, run.outputs, ort.outputs, c.tolerance);
-      assert.ok(vsOrt.ok, `${where} vs ORT 1.30 (${ortBackend}):\n${describeFailures(vsOrt)}`);
+      assert.ok(vsOrt.ok, `${where} vs ${ORT_NODE} (${ortBackend}):\n${describeFailures(vsOrt)}`);
     }
   });
 }

@@ -1,6 +1,6 @@
 // attnkit: com.microsoft.GroupQueryAttention, the C++ API.
 // Inputs, attributes and outputs carry ORT's names and layouts (spec/ort-semantics.md §1), so a model's
-// tensors can be passed through unchanged; results match ORT 1.30's CPU EP.
+// tensors can be passed through unchanged; results match ORT's CPU EP (1.30 and 1.31).
 #pragma once
 #include <string>
 

@@ -1,6 +1,6 @@
 // attnkit: com.microsoft.QAttention, the C++ API.
 // Inputs, attributes and outputs carry ORT's names and layouts (spec/ort-semantics.md §4): uint8
-// activations, int8/uint8 weight, float32 everything else; results match ORT 1.30's CPU EP.
+// activations, int8/uint8 weight, float32 everything else; results match ORT's CPU EP (1.30 and 1.31).
 #pragma once
 #include <cstddef>
 
