@@ -2,8 +2,8 @@
 // package picks its threaded wasm build there, its result equals the native CLI's, and init/dispose cycles run
 // clean; Float16Array in and out; the package in a module worker, and its single-thread fallback in a page without
 // isolation; (b) a few corpus cases on onnxruntime-web's WebGPU EP (SwiftShader) against the fp64 reference,
-// asserting ORT's known WebGPU divergences (softcap ignored, local-window presents zeroed) explicitly and agreement
-// elsewhere.
+// asserting ORT's known WebGPU divergences (softcap ignored, smooth-softmax presents zeroed, padding rows of a ragged
+// prompt's presents zeroed, fully masked rows) explicitly and agreement elsewhere.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -289,7 +289,7 @@ async function runSmallCase(attnkit, { threads }) {
 }
 
 // The cases cover: a long prompt and a chunked prompt with S >= 32 (wrong unless subgroups are hidden from
-// ORT), decode, rotary, the QK RMSNorm of q/k_norm_weight, and the two features ORT's WebGPU EP gets wrong.
+// ORT), decode, rotary, a local window, the QK RMSNorm of q/k_norm_weight, and what ORT's WebGPU EP gets wrong.
 describe('ORT WebGPU EP (SwiftShader) vs the fp64 reference', () => {
   // npm test installs Chromium and builds the CLI: a missing one is a failure, not a skip.
   before(() => assert.ok(!browserReason && !cliReason, browserReason ?? cliReason));
@@ -299,8 +299,9 @@ describe('ORT WebGPU EP (SwiftShader) vs the fp64 reference', () => {
   // cases' own tolerance (atol 1e-5, rtol 1e-5) bounds them; measured here: max abs 1.4e-7 (75x margin). The
   // known divergences are off by more than 1e-1, so the verdicts cannot flip on noise.
   // The q/k_norm_weight cases have no other ORT to agree with: ORT's CPU EP refuses those inputs.
+  // window--prompt-w3's presents came back as zeros up to ORT 1.30.
   const agreeing = ['prompt--s129-h64', 'chunked--past64-s33-h128', 'decode--past37', 'rotary--split-prompt',
-    'qk-norm--prompt', 'qk-norm--chunk-interleaved', 'qk-norm--partial-rotary', 'qk-norm--epsilon-0.1-prompt',
+    'window--prompt-w3', 'qk-norm--prompt', 'qk-norm--chunk-interleaved', 'qk-norm--partial-rotary', 'qk-norm--epsilon-0.1-prompt',
     'models--qwen3-0.6b-qk-norm-decode'];
 
   test('the adapter ORT sees has no subgroup features', async () => {
@@ -335,16 +336,39 @@ describe('ORT WebGPU EP (SwiftShader) vs the fp64 reference', () => {
     assert.ok(cmp.ok, `ORT WebGPU output is not the softcap-free result either:\n${describeFailures(cmp)}`);
   });
 
-  test('window--prompt-w3: output is right, presents come back as zeros', async () => {
-    const c = readCase('window--prompt-w3');
-    assert.ok(c.attrs.local_window_size > 0);
+  test('sink--smooth-softmax-prompt: output is right, presents come back as zeros', async () => {
+    const c = readCase('sink--smooth-softmax-prompt');
+    assert.equal(c.attrs.smooth_softmax, 1);
     const res = await runOrtWebgpu(c, { repeat: 0 });
     assert.equal(res.error, undefined, `ORT WebGPU failed: ${res.error}`);
-    const cmp = compareOutputs(c, res.outputs, await reference(caseFile('window--prompt-w3')), c.tolerance);
+    const cmp = compareOutputs(c, res.outputs, await reference(caseFile('sink--smooth-softmax-prompt')), c.tolerance);
     assert.ok(cmp.outputs.output.ok, `output: ${cmp.outputs.output.reason}`);
     for (const name of ['present_key', 'present_value']) {
       assert.ok(!cmp.outputs[name].ok, `${name} unexpectedly correct: the known divergence is gone`);
       assert.ok(res.outputs[name].data.every((v) => v === 0), `${name} is wrong but not all zeros`);
+    }
+  });
+
+  // Spec §3: a right-padded prompt writes all S new rows into the present, padding rows included (the CPU EP does).
+  // Since 1.31 the WebGPU EP zero-fills every row past seqlens_k[b] + 1, those too; no later step reads them.
+  test('prompt--ragged-batch3: output is right, presents differ only in padding rows, which are zero', async () => {
+    const c = readCase('prompt--ragged-batch3');
+    const res = await runOrtWebgpu(c, { repeat: 0 });
+    assert.equal(res.error, undefined, `ORT WebGPU failed: ${res.error}`);
+    const ref = await reference(caseFile('prompt--ragged-batch3'));
+    const cmp = compareOutputs(c, res.outputs, ref, c.tolerance);
+    assert.ok(cmp.outputs.output.ok, `output: ${cmp.outputs.output.reason}`);
+    const seqlens = c.inputs.seqlens_k.data;
+    for (const name of ['present_key', 'present_value']) {
+      assert.ok(!cmp.outputs[name].ok, `${name} unexpectedly correct: the known divergence is gone`);
+      const [B, Nk, T, H] = ref[name].shape, got = res.outputs[name].data, want = ref[name].data;
+      for (let i = 0; i < got.length; i++) {
+        const b = Math.floor(i / (Nk * T * H)), row = Math.floor(i / H) % T;
+        const padding = row > seqlens[b];
+        const ok = padding ? got[i] === 0 : Math.abs(got[i] - want[i]) <= 1e-5 + 1e-5 * Math.abs(want[i]);
+        assert.ok(ok, `${name}[${i}] (batch ${b}, row ${row}): ${got[i]} vs ${want[i]}`);
+      }
+      assert.equal(B, seqlens.length);
     }
   });
 
