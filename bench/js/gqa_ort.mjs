@@ -1,4 +1,4 @@
-// attnkit bench: GroupQueryAttention on attnkit native (the CLI's `bench`) next to onnxruntime-node 1.30,
+// attnkit bench: GroupQueryAttention on attnkit native (the CLI's `bench`) next to onnxruntime-node,
 // same cases, same thread counts, in one run, printed as ratios. Shapes are issue 3's (N=16, Nk=8, H=128).
 import { checkArgs, flag, gqaCase, hasFlag, nativeVsOrt } from './shapes.mjs';
 

@@ -1,7 +1,7 @@
 // attnkit bench: GroupQueryAttention at the shapes of shipped models (head sizes 64/96/128/256, 1-7 query heads per
 // KV head, rotary, softcap and local window, window-sized caches, QK norm, fp32/fp16/int8/int4 caches, batch 4,
 // speculative decoding's check of drafted tokens),
-// attnkit native (the CLI's `bench`) next to onnxruntime-node 1.30 in one run: issue 3's N=16/Nk=8/H=128 shapes say
+// attnkit native (the CLI's `bench`) next to onnxruntime-node in one run: issue 3's N=16/Nk=8/H=128 shapes say
 // little about a Phi-3 or a Gemma 2.
 import { checkArgs, flag, gqaShapeCase as modelCase, hasFlag, nativeVsOrt } from './shapes.mjs';
 

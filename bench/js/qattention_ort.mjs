@@ -1,4 +1,4 @@
-// attnkit bench: QAttention on attnkit native (the CLI's `bench`) next to onnxruntime-node 1.30, same cases, same
+// attnkit bench: QAttention on attnkit native (the CLI's `bench`) next to onnxruntime-node, same cases, same
 // thread counts, in one run, printed as ratios. Issue 4's shapes: B=1, D=768, N=12, u8 x s8 per-column, prefill
 // S in {128, 512} and a decode step S=1 with P=511. ORT times are session.run from JS (adds ~0.05 ms of binding).
 import { checkArgs, flag, hasFlag, nativeVsOrt, qattentionCase } from './shapes.mjs';

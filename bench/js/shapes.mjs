@@ -3,7 +3,7 @@
 // same cases the same way.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { runOrt } from '../../js/targets/ort.js';
+import { ORT_NODE, runOrt } from '../../js/targets/ort.js';
 
 const argv = process.argv.slice(2);
 export const hasFlag = (name) => argv.includes(name);
@@ -158,10 +158,10 @@ function withoutQkNorm(c) {
   return q || k ? { ...c, inputs } : c;
 }
 
-// Which pages this Node process's fresh multi-MB arrays (attnkit wasm's and the ORT peers' outputs) come in: the
-// peers' times depend on it (README, "Fresh multi-MB arrays in Node"), so every table says which setup it is.
-export function pageSetupLine() {
-  return `GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? ''} (glibc.malloc.hugetlb=1: fresh arrays in 2 MB pages)`;
+// Which ORT ran, and which pages this Node process's fresh multi-MB arrays (attnkit wasm's and the ORT peers'
+// outputs) come in: the peers' times depend on both (README, "Fresh multi-MB arrays in Node"), so every table says.
+export function setupLine(peer) {
+  return `${peer}; GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? ''} (glibc.malloc.hugetlb=1: fresh arrays in 2 MB pages)`;
 }
 
 export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 }) {
@@ -201,7 +201,7 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
     }
   }
   runner.close();
-  console.log(pageSetupLine());
+  console.log(setupLine(`${ORT_NODE} (onnxruntime-node)`));
   console.log('case                          threads  attnkit ms    ORT ms   ORT/attnkit  (rounds: min-max)');
   for (const r of rows) {
     console.log(`${r.name.padEnd(30)}${String(r.threads).padStart(4)}${r.attnkitMs.toFixed(3).padStart(12)}`

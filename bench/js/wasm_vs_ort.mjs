@@ -11,8 +11,8 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createInstance, prepareCase } from '../../js/index.js';
 import { benchNative, cliAvailable, defaultCli } from '../../js/targets/native.js';
-import { runOrt } from '../../js/targets/ort.js';
-import { benchArgs as args, checkArgs, flag, GQA, gqaCase, gqaShapeCase, hasFlag, pageSetupLine, qattentionCase,
+import { ORT_WEB, runOrt } from '../../js/targets/ort.js';
+import { benchArgs as args, checkArgs, flag, GQA, gqaCase, gqaShapeCase, hasFlag, qattentionCase, setupLine,
   startNativeRunner } from './shapes.mjs';
 
 // Each thread count runs in a child process of this script (--child N, then the parent's flags).
@@ -299,7 +299,8 @@ async function parent() {
     + `${'target'.padStart(8)}${'nat ms'.padStart(10)}${'avx2 ms'.padStart(10)}${'wasm/avx2'.padStart(10)}${'|out diff|'.padStart(11)}`;
   const builds = Object.entries(wasmInfo).map(([t, info]) => `${info.build} build at ${t} thread(s)`).join(', ');
   const lines = [`attnkit wasm: ${builds}, kernels ${Object.values(wasmInfo)[0]?.isa}; `
-    + `native: ${Object.values(byName)[0]?.nativeIsa ?? '-'} and avx2, 1 thread`, pageSetupLine(), head];
+    + `native: ${Object.values(byName)[0]?.nativeIsa ?? '-'} and avx2, 1 thread`,
+  setupLine(`${ORT_WEB} (onnxruntime-web)`), head];
   const verdicts = new Map();
   const verdict = (key) => (verdicts.has(key) ? verdicts.get(key) : verdicts.set(key, []).get(key));
   for (const { c, threads, nativeMs } of Object.values(byName)) {
