@@ -1,5 +1,5 @@
 // attnkit bench: writes the cases and single-op ONNX models that bench/manycore/run.py times on a machine with more
-// cores than this project's 2-core host (attnkit's CLI beside ORT 1.30's Python package, 1 to 16 threads), where
+// cores than this project's 2-core host (attnkit's CLI beside ORT's Python package, 1 to 16 threads), where
 // Node and npm may be missing: everything Node builds is made here, and the inputs are the cases' `random` specs,
 // which run.py expands with the same generator as the CLI.
 import { mkdirSync, writeFileSync } from 'node:fs';

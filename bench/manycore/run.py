@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# attnkit bench: the cases of bench/manycore/prepare.mjs on attnkit's CLI and on ORT 1.30's Python package, side by
+# attnkit bench: the cases of bench/manycore/prepare.mjs on attnkit's CLI and on ORT's Python package, side by
 # side at 1 to 16 threads, for a machine with more cores than this project's 2-core host (and no Node). Also checks
 # what must hold at any thread count: attnkit's outputs are the same bits at every one, and near ORT's.
 # Usage: run.py CASES_DIR CLI [--threads 1,2,4,8,16] [--iters N] [--json OUT] (without onnxruntime: attnkit alone).
