@@ -161,7 +161,8 @@ function withoutQkNorm(c) {
 // Which ORT ran, and which pages this Node process's fresh multi-MB arrays (attnkit wasm's and the ORT peers'
 // outputs) come in: the peers' times depend on both (README, "Fresh multi-MB arrays in Node"), so every table says.
 export function setupLine(peer) {
-  return `${peer}; GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? ''} (glibc.malloc.hugetlb=1: fresh arrays in 2 MB pages)`;
+  const tunables = process.env.GLIBC_TUNABLES ?? '';
+  return `${peer}; GLIBC_TUNABLES=${tunables} (glibc.malloc.hugetlb=1: fresh arrays in 2 MB pages)`;
 }
 
 export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 }) {

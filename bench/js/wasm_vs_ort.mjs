@@ -298,9 +298,9 @@ async function parent() {
   const head = `${'shape'.padEnd(26)}${'thr'.padStart(4)}${'wasm ms'.padStart(10)}${'fresh ms'.padStart(10)}${'ORT ms'.padStart(10)}${'ORT/fresh'.padStart(10)}`
     + `${'target'.padStart(8)}${'nat ms'.padStart(10)}${'avx2 ms'.padStart(10)}${'wasm/avx2'.padStart(10)}${'|out diff|'.padStart(11)}`;
   const builds = Object.entries(wasmInfo).map(([t, info]) => `${info.build} build at ${t} thread(s)`).join(', ');
-  const lines = [`attnkit wasm: ${builds}, kernels ${Object.values(wasmInfo)[0]?.isa}; `
-    + `native: ${Object.values(byName)[0]?.nativeIsa ?? '-'} and avx2, 1 thread`,
-  setupLine(`${ORT_WEB} (onnxruntime-web)`), head];
+  const wasmLine = `attnkit wasm: ${builds}, kernels ${Object.values(wasmInfo)[0]?.isa}; `
+    + `native: ${Object.values(byName)[0]?.nativeIsa ?? '-'} and avx2, 1 thread`;
+  const lines = [wasmLine, setupLine(`${ORT_WEB} (onnxruntime-web)`), head];
   const verdicts = new Map();
   const verdict = (key) => (verdicts.has(key) ? verdicts.get(key) : verdicts.set(key, []).get(key));
   for (const { c, threads, nativeMs } of Object.values(byName)) {
