@@ -14,6 +14,7 @@ import { benchNative, cliAvailable, defaultCli } from '../../js/targets/native.j
 import { ORT_WEB, runOrt } from '../../js/targets/ort.js';
 import { benchArgs as args, checkArgs, flag, GQA, gqaCase, gqaShapeCase, hasFlag, qattentionCase, setupLine,
   startNativeRunner } from './shapes.mjs';
+import { simd128PeakGflops } from './simd128_peak.mjs';
 
 // Each thread count runs in a child process of this script (--child N, then the parent's flags).
 if (args[0] !== '--child') {
@@ -273,6 +274,12 @@ function runChild(threads) {
 const fmt = (x, w = 9) => (typeof x === 'number' && Number.isFinite(x) ? (x < 10 ? x.toFixed(3) : x.toFixed(1)) : '-').padStart(w);
 const fmtRatio = (x, w = 8) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : '-').padStart(w);
 
+// A prompt's multiply-adds over the causal scores and values, 2 FLOP each (as gqa_bench counts them).
+function causalGflop(c) {
+  const [, S, NH] = c.inputs.query.shape, N = c.attrs.num_heads, P = c.inputs.past_key?.shape[2] ?? 0;
+  return (4 * N * (NH / N) * (S * P + (S * (S + 1)) / 2)) / 1e9;
+}
+
 async function parent() {
   const shapes = allShapes();
   const byName = Object.fromEntries(shapes.map((c) => [c.name, { c, threads: {} }]));
@@ -335,6 +342,16 @@ async function parent() {
           + `${fmtRatio(inPlaceSpeedup, 10)}`);
       }
     }
+  }
+  // The fp32 prompt's ceiling on wasm: what SIMD128's separate multiplies and adds allow in this Node, measured here.
+  const peak = await simd128PeakGflops();
+  lines.push('', `SIMD128 multiply + add in this Node, one thread: ${peak.toFixed(1)} GFLOP/s (simd128_peak.mjs)`);
+  for (const { c, threads } of Object.values(byName)) {
+    const r = threads[1];
+    if (c.op !== 'GroupQueryAttention' || c.kind !== 'prefill' || !c.name.endsWith('fp32') || !r) continue;
+    const gflops = causalGflop(c) / (r.wasmMs / 1e3), needed = 10 * causalGflop(c) / (r.ortMs / 1e3);
+    lines.push(`  ${c.name}: attnkit wasm ${gflops.toFixed(1)} GFLOP/s, ${((100 * gflops) / peak).toFixed(0)}% of it; `
+      + `10x ORT web would take ${needed.toFixed(0)} GFLOP/s`);
   }
   lines.push('', 'targets met (rows meeting / rows measured):');
   for (const [key, v] of verdicts) lines.push(`  ${key}: ${v.filter(Boolean).length}/${v.length}`);
