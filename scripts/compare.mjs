@@ -88,13 +88,16 @@ async function runTarget(target, c, file, opts, reference) {
   return row;
 }
 
+// Target labels carry the installed ORT's version ("ORT 1.31.1 WebGPU (Chromium)"): columns fit the longest.
+const LABEL_WIDTH = Math.max(...TARGETS.map((t) => t.label.length));
+
 function printCase(entry) {
   const { c, rows, referenceNote } = entry;
   const lines = [`${c.name}  (${describeShape(c)})${referenceNote ? `  [${referenceNote}]` : ''}`];
-  lines.push(`  ${'target'.padEnd(24)} ${'max abs'.padStart(9)} ${'max rel'.padStart(9)} ${'time ms'.padStart(9)}  status`);
+  lines.push(`  ${'target'.padEnd(LABEL_WIDTH)} ${'max abs'.padStart(9)} ${'max rel'.padStart(9)} ${'time ms'.padStart(9)}  status`);
   for (const r of rows) {
     const status = r.status + (r.detail && r.status !== 'ok' ? `: ${r.detail.slice(0, 100)}` : '');
-    lines.push(`  ${r.target.padEnd(24)} ${fmt(r.maxAbs).padStart(9)} ${fmt(r.maxRel).padStart(9)} ${fmtMs(r.timeMs).padStart(9)}  ${status}`);
+    lines.push(`  ${r.target.padEnd(LABEL_WIDTH)} ${fmt(r.maxAbs).padStart(9)} ${fmt(r.maxRel).padStart(9)} ${fmtMs(r.timeMs).padStart(9)}  ${status}`);
   }
   console.log(lines.join('\n'));
 }
@@ -173,7 +176,7 @@ async function main() {
   }
   console.log('\nsummary (per target):');
   for (const t of targets) {
-    console.log(`  ${t.label.padEnd(24)} ${Object.entries(totals[t.label]).map(([k, v]) => `${v} ${k}`).join(', ')}`);
+    console.log(`  ${t.label.padEnd(LABEL_WIDTH)} ${Object.entries(totals[t.label]).map(([k, v]) => `${v} ${k}`).join(', ')}`);
   }
   const divergent = entries.flatMap(({ c, rows }) => rows.filter((r) => r.status === 'DIVERGES' || r.status === 'error')
     .map((r) => `  ${c.name} on ${r.target}: ${r.status} ${r.detail}`));
