@@ -276,8 +276,8 @@ const fmtRatio = (x, w = 8) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : '-').p
 
 // A prompt's multiply-adds over the causal scores and values, 2 FLOP each (as gqa_bench counts them).
 function causalGflop(c) {
-  const [, S, NH] = c.inputs.query.shape, N = c.attrs.num_heads, P = c.inputs.past_key?.shape[2] ?? 0;
-  return (4 * N * (NH / N) * (S * P + (S * (S + 1)) / 2)) / 1e9;
+  const [, S, NH] = c.inputs.query.shape, P = c.inputs.past_key?.shape[2] ?? 0;
+  return (4 * NH * (S * P + (S * (S + 1)) / 2)) / 1e9;
 }
 
 async function parent() {
@@ -344,11 +344,14 @@ async function parent() {
     }
   }
   // The fp32 prompt's ceiling on wasm: what SIMD128's separate multiplies and adds allow in this Node, measured here.
-  const peak = await simd128PeakGflops();
-  lines.push('', `SIMD128 multiply + add in this Node, one thread: ${peak.toFixed(1)} GFLOP/s (simd128_peak.mjs)`);
-  for (const { c, threads } of Object.values(byName)) {
+  const fp32Prompts = Object.values(byName).filter(({ c, threads }) =>
+    c.op === 'GroupQueryAttention' && c.kind === 'prefill' && c.name.endsWith('fp32') && threads[1]);
+  const peak = fp32Prompts.length ? await simd128PeakGflops() : NaN;
+  if (fp32Prompts.length) {
+    lines.push('', `SIMD128 multiply + add in this Node, one thread: ${peak.toFixed(1)} GFLOP/s (simd128_peak.mjs)`);
+  }
+  for (const { c, threads } of fp32Prompts) {
     const r = threads[1];
-    if (c.op !== 'GroupQueryAttention' || c.kind !== 'prefill' || !c.name.endsWith('fp32') || !r) continue;
     const gflops = causalGflop(c) / (r.wasmMs / 1e3), needed = 10 * causalGflop(c) / (r.ortMs / 1e3);
     lines.push(`  ${c.name}: attnkit wasm ${gflops.toFixed(1)} GFLOP/s, ${((100 * gflops) / peak).toFixed(0)}% of it; `
       + `10x ORT web would take ${needed.toFixed(0)} GFLOP/s`);

@@ -11,7 +11,7 @@ const { onnx } = onnxProto;
 
 // The installed version of a peer package ("1.31.1"), for labels: package.json pins it, and a user who installs
 // another one sees which ORT the comparison ran. (Neither package exports its package.json.)
-export function peerVersion(pkg) {
+function peerVersion(pkg) {
   try {
     const entry = createRequire(import.meta.url).resolve(pkg);
     const root = entry.slice(0, entry.lastIndexOf(`${sep}${pkg}${sep}`) + pkg.length + 1);
