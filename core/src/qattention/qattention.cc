@@ -50,8 +50,10 @@ void dequantize_block(size_t M, size_t columns, size_t n0, size_t nb, const floa
 }
 
 // qkv[m, c] for m = b*S + s, c in [0, 3D): int32 projection, then in place float(acc) * dq[c] + bias[c].
-// With a packed variant, the input and the weight are packed once (the weight's column blocks in
-// parallel) and every task computes one column block from the packs.
+// With a packed variant, the input is packed once, and every task packs its own column block of the weight into
+// its worker's buffer and computes that block from it: a product of its own, over the weight's columns at B + n0.
+// Packed for the whole weight first, in a phase of its own, the strips went to memory and came back to whichever
+// core computed them: the packer's stores were 6% of a 128-token call on one thread and 15% on two (`perf`).
 void project(const QAttentionProblem& p, const KernelTable& kt, int threads, const QAttentionLayout& lay,
              float* qkv) {
   const GemmU8X8Kernels& gemm = kt.gemm_u8x8;
@@ -71,25 +73,19 @@ void project(const QAttentionProblem& p, const KernelTable& kt, int threads, con
   const size_t blocks = (columns + lay.column_block - 1) / lay.column_block;
   if (lay.packed_gemm) {
     auto buffer = raw_buffer<uint8_t>(lay.gemm_workspace_bytes);
-    uint8_t* packed_b =
+    uint8_t* packed_a =
         reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buffer.get()) + 63) & ~uintptr_t(63));
-    uint8_t* packed_a = packed_b + lay.packed_a_offset;
-    const size_t pack_blocks = (columns + kQAttentionPackBlock - 1) / kQAttentionPackBlock;
-    parallel_for(pack_blocks + 1, threads, [&](size_t block, int) {
-      if (block == pack_blocks) {
-        gemm.pack_a(M, K, input, K, p.input_zp, packed_a);
-        return;
-      }
-      const size_t n0 = block * kQAttentionPackBlock;
-      gemm.pack_b(K, columns, n0, std::min(n0 + kQAttentionPackBlock, columns), weight, columns,
-                  p.weight_signed, zp.data(), packed_b);
-    });
-    // The kernel dequantizes as it stores (the same float multiply then add as dequantize_block).
-    const GemmU8X8Dequant dequant{dq.data(), bias};
-    parallel_for(blocks, threads, [&](size_t block, int) {
+    gemm.pack_a(M, K, input, K, p.input_zp, packed_a);
+    parallel_for(blocks, threads, [&](size_t block, int worker) {
       const size_t n0 = block * lay.column_block;
       const size_t nb = std::min(lay.column_block, columns - n0);
-      gemm.compute(M, columns, K, n0, n0 + nb, packed_a, p.input_zp, packed_b, acc, columns, &dequant);
+      uint8_t* packed_b = packed_a + lay.packed_b_offset + static_cast<size_t>(worker) * lay.packed_b_stride;
+      // int8 or uint8: one byte per element, so column n0 is n0 bytes on
+      gemm.pack_b(K, nb, 0, nb, static_cast<const uint8_t*>(weight) + n0, columns, p.weight_signed, zp.data() + n0,
+                  packed_b);
+      // The kernel dequantizes as it stores (the same float multiply then add as dequantize_block).
+      const GemmU8X8Dequant dequant{dq.data() + n0, bias + n0};
+      gemm.compute(M, nb, K, 0, nb, packed_a, p.input_zp, packed_b, acc + n0, columns, &dequant);
     });
     return;
   }
@@ -278,12 +274,13 @@ QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable
   const size_t columns = static_cast<size_t>(3 * p.hidden);
   const GemmU8X8Kernels& gemm = kt.gemm_u8x8;
   // A decode step (few rows) skips the packed form: the one-shot gemm streams the weight unpacked.
-  lay.packed_gemm = gemm.column_granule != 0 && kQAttentionColumnBlock % gemm.column_granule == 0 &&
-                    kQAttentionPackBlock % gemm.column_granule == 0 && M > kQAttentionDirectMaxRows;
+  lay.packed_gemm =
+      gemm.column_granule != 0 && kQAttentionColumnBlock % gemm.column_granule == 0 && M > kQAttentionDirectMaxRows;
   size_t gemm_bytes;
   if (lay.packed_gemm) {
-    lay.packed_a_offset = (gemm.packed_b_bytes(K, columns) + 63) / 64 * 64;
-    lay.gemm_workspace_bytes = lay.packed_a_offset + gemm.packed_a_bytes(M, K) + 64;
+    lay.packed_b_offset = (gemm.packed_a_bytes(M, K) + 63) / 64 * 64;
+    lay.packed_b_stride = (gemm.packed_b_bytes(K, kQAttentionColumnBlock) + 63) / 64 * 64;
+    lay.gemm_workspace_bytes = lay.packed_b_offset + static_cast<size_t>(threads) * lay.packed_b_stride + 64;
     gemm_bytes = lay.gemm_workspace_bytes;
   } else if (M <= kQAttentionDirectMaxRows) {
     // A range of at least kQAttentionMinRangeRows weight rows per task, at most one per thread.

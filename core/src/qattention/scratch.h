@@ -11,8 +11,6 @@ namespace attnkit {
 // Weight columns per projection task: fixed (not derived from the thread count), so the split never
 // depends on it; a multiple of every packed variant's column granule (16 or 64).
 constexpr size_t kQAttentionColumnBlock = 64;
-// Weight columns per packing task: wide, so each weight row is read as one long contiguous run.
-constexpr size_t kQAttentionPackBlock = 384;
 // Input rows up to which the projection calls the one-shot gemm instead of packing the weight: each variant
 // streams it unpacked for so few rows (kGemmDirectMaxRows), a range of its rows per task.
 constexpr size_t kQAttentionDirectMaxRows = kGemmDirectMaxRows;
@@ -28,9 +26,10 @@ struct QAttentionLayout {
   int threads = 1;
   size_t padded_head = 0;           // head_size rounded up to 8 (the qk/sv kernels' row granule)
   size_t column_block = 0;
-  bool packed_gemm = false;         // the variant has a packed form: A and B packed once per call
-  size_t packed_a_offset = 0;       // packed form: offsets into one 64-byte aligned gemm buffer
-  size_t gemm_workspace_bytes = 0;  // packed form: the whole shared buffer; column blocks: per worker
+  bool packed_gemm = false;         // the variant has a packed form: A packed once, B by each column block's task
+  size_t packed_b_offset = 0;       // packed form: where the workers' B strips start in the gemm buffer (A first)
+  size_t packed_b_stride = 0;       // packed form: bytes of one worker's packed column block
+  size_t gemm_workspace_bytes = 0;  // packed form: the whole buffer; column blocks: per worker
   size_t row_ranges = 0;            // a few input rows: the weight's rows split into this many tasks, else 0
   size_t query_block = 0;           // query rows per attention task
   size_t attention_floats = 0;      // per worker: Q, K, V, O rows, the query_block x T scores, K panels
