@@ -259,8 +259,9 @@ before(async () => {
 });
 after(() => attnkit.dispose());
 
-for (const { c, tolerance } of cases) {
+for (const { c, tolerance: toleranceOf } of cases) {
   test(c.name, async () => {
+    const tolerance = toleranceOf(c);
     assert.ok(cliAvailable(), `${defaultCli} is missing: build it first (bash scripts/build.sh, which npm test runs)`);
     const replay = `\ncase: ${JSON.stringify(c)}`;
     const ref = await runNative(c, { reference: true });
@@ -270,7 +271,7 @@ for (const { c, tolerance } of cases) {
       const run = await runNative(c, variant);
       const where = `attnkit ${JSON.stringify(variant)}`;
       assert.equal(run.error, undefined, `${where} failed: ${run.error}${replay}`);
-      const vsRef = compareOutputs(c, run.outputs, ref.outputs, tolerance(c));
+      const vsRef = compareOutputs(c, run.outputs, ref.outputs, tolerance);
       assert.ok(vsRef.ok, `${where} vs reference:\n${describeFailures(vsRef)}${replay}`);
       if (!ort) continue;
       blankPaddingRows(c, run.outputs, ort.outputs);
@@ -278,7 +279,7 @@ for (const { c, tolerance } of cases) {
       assert.ok(vsOrt.ok, `${where} vs ${ORT_NODE}:\n${describeFailures(vsOrt)}${replay}`);
     }
     const wasm = await attnkit.runCase(c);
-    const vsRef = compareOutputs(c, wasm.outputs, ref.outputs, tolerance(c));
+    const vsRef = compareOutputs(c, wasm.outputs, ref.outputs, tolerance);
     assert.ok(vsRef.ok, `attnkit wasm vs reference:\n${describeFailures(vsRef)}${replay}`);
     replayThroughKvCache(c, wasm.outputs);
   });

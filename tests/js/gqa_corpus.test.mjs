@@ -77,13 +77,14 @@ for (const { file, case: c } of corpus) {
     const ref = await runNative(file, { reference: true });
     assert.equal(ref.error, undefined, `attnkit --reference failed (exit ${ref.exitCode}): ${ref.error}`);
     const ort = ortSkipReason(c, 'cpu') ? null : await runOrt(c, { backend: 'node' });
+    const tolerance = gqaReferenceTolerance(c);  // one per case: it measures the case's values once
 
     for (const [i, variant] of variants.entries()) {
       const run = i === 0 ? first : await runNative(file, variant);
       const where = `attnkit ${variantName(variant)}`;
       assert.equal(run.error, undefined, `${where} failed (exit ${run.exitCode}): ${run.error}`);
       for (const name of c.outputs) assert.ok(run.outputs[name], `${where} did not produce ${name}`);
-      const vsRef = compareOutputs(c, run.outputs, ref.outputs, gqaReferenceTolerance(c));
+      const vsRef = compareOutputs(c, run.outputs, ref.outputs, tolerance);
       assert.ok(vsRef.ok, `${where} vs reference:\n${describeFailures(vsRef)}`);
       if (!ort) continue;
       const vsOrt = compareOutputs(c, run.outputs, ort.outputs, c.tolerance);
