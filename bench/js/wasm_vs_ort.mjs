@@ -346,15 +346,15 @@ async function parent() {
   // The fp32 prompt's ceiling on wasm: what SIMD128's separate multiplies and adds allow in this Node, measured here.
   const fp32Prompts = Object.values(byName).filter(({ c, threads }) =>
     c.op === 'GroupQueryAttention' && c.kind === 'prefill' && c.name.endsWith('fp32') && threads[1]);
-  const peak = fp32Prompts.length ? await simd128PeakGflops() : NaN;
   if (fp32Prompts.length) {
+    const peak = await simd128PeakGflops();
     lines.push('', `SIMD128 multiply + add in this Node, one thread: ${peak.toFixed(1)} GFLOP/s (simd128_peak.mjs)`);
-  }
-  for (const { c, threads } of fp32Prompts) {
-    const r = threads[1];
-    const gflops = causalGflop(c) / (r.wasmMs / 1e3), needed = 10 * causalGflop(c) / (r.ortMs / 1e3);
-    lines.push(`  ${c.name}: attnkit wasm ${gflops.toFixed(1)} GFLOP/s, ${((100 * gflops) / peak).toFixed(0)}% of it; `
-      + `10x ORT web would take ${needed.toFixed(0)} GFLOP/s`);
+    for (const { c, threads } of fp32Prompts) {
+      const r = threads[1];
+      const gflops = causalGflop(c) / (r.wasmMs / 1e3), needed = 10 * causalGflop(c) / (r.ortMs / 1e3);
+      lines.push(`  ${c.name}: attnkit wasm ${gflops.toFixed(1)} GFLOP/s, ${((100 * gflops) / peak).toFixed(0)}% of `
+        + `it; 10x ORT web would take ${needed.toFixed(0)} GFLOP/s`);
+    }
   }
   lines.push('', 'targets met (rows meeting / rows measured):');
   for (const [key, v] of verdicts) lines.push(`  ${key}: ${v.filter(Boolean).length}/${v.length}`);
