@@ -277,14 +277,20 @@ TEST(QAttention, SeveralQueryBlocksPerHead) {
   }
 }
 
-// A prompt (the projection in column blocks) and decode steps (the weight's rows in one range per thread).
+// A prompt (the projection in column blocks) and decode steps (the weight's rows in one range per thread). At
+// H = 64 (a head's columns are whole column blocks) and N = 4, 1 and 2 threads run a task per head (its
+// projection, then its attention) and 3 and 5 run the phases over all heads, with and without past.
 TEST(QAttention, BitIdenticalForAnyThreadCount) {
   Spec prompt;
   prompt.B = 2, prompt.S = 33, prompt.P = 15, prompt.N = 4, prompt.H = 16, prompt.mask = Mask::kKeys;
   prompt.per_column = true, prompt.weight_zp = true;
   Spec step = prompt;
   step.S = 1, step.H = 96, step.extra_in = 5, step.input_zp = true;  // 389 weight rows: up to 6 ranges
-  for (const Spec& s : {prompt, step}) {
+  Spec head_tasks = prompt;
+  head_tasks.H = 64, head_tasks.S = 100;  // two row blocks per head
+  Spec head_tasks_past = head_tasks;
+  head_tasks.P = 0;
+  for (const Spec& s : {prompt, step, head_tasks, head_tasks_past}) {
     Built t;
     build(s, &t);
     std::vector<QAttentionOutputs> outs(4);

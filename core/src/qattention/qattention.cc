@@ -2,8 +2,9 @@
 // Mirrors ORT's CPU kernel (attention_quant.cc + AttentionCPUBase): scores are alpha * Q.K in fp32 with
 // the padding mask value added in fp32 (so a fully masked row keeps ORT's rounding), the causal part
 // overwritten with -FLT_MAX, a plain softmax over all T keys, then probabilities times V.
-// Work is split into fixed column blocks (projection) and (batch, head, query block) triples
-// (attention), so the bits never depend on the thread count.
+// Work is split into fixed column blocks (projection) and (batch, head, query block) triples (attention), or,
+// where the heads split evenly over the threads, into one task per head doing both; no value depends on which,
+// so the bits never depend on the thread count.
 #include <new>
 #include <stdexcept>
 #include <algorithm>
@@ -49,74 +50,93 @@ void dequantize_block(size_t M, size_t columns, size_t n0, size_t nb, const floa
   }
 }
 
-// qkv[m, c] for m = b*S + s, c in [0, 3D): int32 projection, then in place float(acc) * dq[c] + bias[c].
-// With a packed variant, the input is packed once, and every task packs its own column block of the weight into
-// its worker's buffer and computes that block from it: a product of its own, over the weight's columns at B + n0.
-// Packed for the whole weight first, in a phase of its own, the strips went to memory and came back to whichever
-// core computed them: the packer's stores were 6% of a 128-token call on one thread and 15% on two (`perf`).
-void project(const QAttentionProblem& p, const KernelTable& kt, int threads, const QAttentionLayout& lay,
-             float* qkv) {
-  const GemmU8X8Kernels& gemm = kt.gemm_u8x8;
-  const size_t M = static_cast<size_t>(p.batch * p.seq);
-  const size_t K = static_cast<size_t>(p.input_hidden);
-  const size_t columns = static_cast<size_t>(3 * p.hidden);
-  std::vector<int32_t> zp(columns);
-  std::vector<float> dq(columns);
-  for (size_t c = 0; c < columns; ++c) {
-    zp[c] = p.weight_zp(static_cast<int64_t>(c));
-    dq[c] = p.dequant_scale(static_cast<int64_t>(c));
-  }
-  const float* bias = p.inputs->bias->as<float>();
-  const uint8_t* input = p.inputs->input->as<uint8_t>();
-  const void* weight = p.inputs->weight->data;
-  int32_t* acc = reinterpret_cast<int32_t*>(qkv);
-  const size_t blocks = (columns + lay.column_block - 1) / lay.column_block;
-  if (lay.packed_gemm) {
-    auto buffer = raw_buffer<uint8_t>(lay.gemm_workspace_bytes);
-    uint8_t* packed_a =
-        reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buffer.get()) + 63) & ~uintptr_t(63));
-    gemm.pack_a(M, K, input, K, p.input_zp, packed_a);
-    parallel_for(blocks, threads, [&](size_t block, int worker) {
-      const size_t n0 = block * lay.column_block;
-      const size_t nb = std::min(lay.column_block, columns - n0);
-      uint8_t* packed_b = packed_a + lay.packed_b_offset + static_cast<size_t>(worker) * lay.packed_b_stride;
-      // int8 or uint8: one byte per element, so column n0 is n0 bytes on
-      gemm.pack_b(K, nb, 0, nb, static_cast<const uint8_t*>(weight) + n0, columns, p.weight_signed, zp.data() + n0,
-                  packed_b);
-      // The kernel dequantizes as it stores (the same float multiply then add as dequantize_block).
-      const GemmU8X8Dequant dequant{dq.data() + n0, bias + n0};
-      gemm.compute(M, nb, K, 0, nb, packed_a, p.input_zp, packed_b, acc + n0, columns, &dequant);
-    });
-    return;
-  }
-  if (lay.row_ranges > 0) {
-    // A decode step: each task streams a contiguous range of the weight's rows over all columns, one ascending
-    // stream (see gemm_u8x8.h). The int32 partial sums are exact, so their total is the same integer for any split.
-    const size_t ranges = lay.row_ranges, per_range = (K + ranges - 1) / ranges;
-    auto partials = raw_buffer<int32_t>((ranges - 1) * M * columns);
-    parallel_for(ranges, threads, [&](size_t range, int) {
-      const size_t k0 = range * per_range, k1 = std::min(K, k0 + per_range);
-      int32_t* out = range == 0 ? acc : partials.get() + (range - 1) * M * columns;
-      gemm.gemm(M, columns, k1 - k0, input + k0, K, p.input_zp, static_cast<const uint8_t*>(weight) + k0 * columns,
-                columns, p.weight_signed, zp.data(), out, columns, nullptr);
-    });
-    for (size_t range = 1; range < ranges; ++range) {
-      const int32_t* part = partials.get() + (range - 1) * M * columns;
-      for (size_t i = 0; i < M * columns; ++i) acc[i] = int32_t(uint32_t(acc[i]) + uint32_t(part[i]));
+// The projection qkv[m, c] for m = b*S + s, c in [0, 3D): int32 products, then in place float(acc) * dq[c] + bias[c].
+// With a packed variant, the input is packed once (here, on the calling thread), and every task packs its own
+// column block of the weight into its worker's buffer and computes that block from it: a product of its own, over
+// the weight's columns at B + n0. Packed for the whole weight first, in a phase of its own, the strips went to
+// memory and came back to whichever core computed them: the packer's stores were 6% of a 128-token call on one
+// thread and 15% on two (`perf`).
+class Projection {
+ public:
+  Projection(const QAttentionProblem& p, const KernelTable& kt, const QAttentionLayout& lay)
+      : p_(p), gemm_(kt.gemm_u8x8), lay_(lay), M_(static_cast<size_t>(p.batch * p.seq)),
+        K_(static_cast<size_t>(p.input_hidden)), columns_(static_cast<size_t>(3 * p.hidden)), zp_(columns_),
+        dq_(columns_), bias_(p.inputs->bias->as<float>()), input_(p.inputs->input->as<uint8_t>()),
+        weight_(static_cast<const uint8_t*>(p.inputs->weight->data)) {  // int8 or uint8: one byte per element
+    for (size_t c = 0; c < columns_; ++c) {
+      zp_[c] = p.weight_zp(static_cast<int64_t>(c));
+      dq_[c] = p.dequant_scale(static_cast<int64_t>(c));
     }
-    dequantize_block(M, columns, 0, columns, dq.data(), bias, qkv);
-    return;
+    if (lay.packed_gemm) {
+      buffer_ = raw_buffer<uint8_t>(lay.gemm_workspace_bytes);
+      packed_a_ = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buffer_.get()) + 63) & ~uintptr_t(63));
+      gemm_.pack_a(M_, K_, input_, K_, p.input_zp, packed_a_);
+    }
   }
-  std::vector<uint8_t> workspace(lay.gemm_workspace_bytes * static_cast<size_t>(threads));
-  parallel_for(blocks, threads, [&](size_t block, int worker) {
-    const size_t n0 = block * lay.column_block;
-    const size_t nb = std::min(lay.column_block, columns - n0);
-    gemm.gemm(M, nb, K, input, K, p.input_zp, static_cast<const uint8_t*>(weight) + n0, columns, p.weight_signed,
-              zp.data() + n0, acc + n0, columns,
-              workspace.data() + static_cast<size_t>(worker) * lay.gemm_workspace_bytes);
-    dequantize_block(M, columns, n0, nb, dq.data(), bias, qkv);
-  });
-}
+
+  // Packed form: columns [n0, n0 + nb) of qkv, nb <= the column block, through worker's strip buffer.
+  void packed_columns(size_t n0, size_t nb, int worker, float* qkv) const {
+    uint8_t* packed_b = packed_a_ + lay_.packed_b_offset + static_cast<size_t>(worker) * lay_.packed_b_stride;
+    gemm_.pack_b(K_, nb, 0, nb, weight_ + n0, columns_, p_.weight_signed, zp_.data() + n0, packed_b);
+    // The kernel dequantizes as it stores (the same float multiply then add as dequantize_block).
+    const GemmU8X8Dequant dequant{dq_.data() + n0, bias_ + n0};
+    gemm_.compute(M_, nb, K_, 0, nb, packed_a_, p_.input_zp, packed_b, reinterpret_cast<int32_t*>(qkv) + n0,
+                  columns_, &dequant);
+  }
+
+  // All of qkv, split over the threads.
+  void run(int threads, float* qkv) const {
+    int32_t* acc = reinterpret_cast<int32_t*>(qkv);
+    const size_t blocks = (columns_ + lay_.column_block - 1) / lay_.column_block;
+    if (lay_.packed_gemm) {
+      parallel_for(blocks, threads, [&](size_t block, int worker) {
+        const size_t n0 = block * lay_.column_block;
+        packed_columns(n0, std::min(lay_.column_block, columns_ - n0), worker, qkv);
+      });
+      return;
+    }
+    if (lay_.row_ranges > 0) {
+      // A decode step: each task streams a contiguous range of the weight's rows over all columns, one ascending
+      // stream (see gemm_u8x8.h). The int32 partial sums are exact, so their total is the same integer for any
+      // split.
+      const size_t ranges = lay_.row_ranges, per_range = (K_ + ranges - 1) / ranges;
+      auto partials = raw_buffer<int32_t>((ranges - 1) * M_ * columns_);
+      parallel_for(ranges, threads, [&](size_t range, int) {
+        const size_t k0 = range * per_range, k1 = std::min(K_, k0 + per_range);
+        int32_t* out = range == 0 ? acc : partials.get() + (range - 1) * M_ * columns_;
+        gemm_.gemm(M_, columns_, k1 - k0, input_ + k0, K_, p_.input_zp, weight_ + k0 * columns_, columns_,
+                   p_.weight_signed, zp_.data(), out, columns_, nullptr);
+      });
+      for (size_t range = 1; range < ranges; ++range) {
+        const int32_t* part = partials.get() + (range - 1) * M_ * columns_;
+        for (size_t i = 0; i < M_ * columns_; ++i) acc[i] = int32_t(uint32_t(acc[i]) + uint32_t(part[i]));
+      }
+      dequantize_block(M_, columns_, 0, columns_, dq_.data(), bias_, qkv);
+      return;
+    }
+    std::vector<uint8_t> workspace(lay_.gemm_workspace_bytes * static_cast<size_t>(threads));
+    parallel_for(blocks, threads, [&](size_t block, int worker) {
+      const size_t n0 = block * lay_.column_block;
+      const size_t nb = std::min(lay_.column_block, columns_ - n0);
+      gemm_.gemm(M_, nb, K_, input_, K_, p_.input_zp, weight_ + n0, columns_, p_.weight_signed, zp_.data() + n0,
+                 acc + n0, columns_, workspace.data() + static_cast<size_t>(worker) * lay_.gemm_workspace_bytes);
+      dequantize_block(M_, columns_, n0, nb, dq_.data(), bias_, qkv);
+    });
+  }
+
+ private:
+  const QAttentionProblem& p_;
+  const GemmU8X8Kernels& gemm_;
+  const QAttentionLayout& lay_;
+  const size_t M_, K_, columns_;
+  std::vector<int32_t> zp_;
+  std::vector<float> dq_;
+  const float* bias_;
+  const uint8_t* input_;
+  const uint8_t* weight_;
+  RawBuffer<uint8_t> buffer_{nullptr, PoolDeleter<uint8_t>{0}};
+  uint8_t* packed_a_ = nullptr;
+};
 
 // Query rows [i0, i0 + rows) of one (batch, head): score against all T keys, mask, softmax, multiply by
 // V, write into output; the first row block of a head also writes its present rows.
@@ -298,10 +318,19 @@ QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable
   // Shared per-head panels: no past, K read in place (head_size a multiple of 8), blocks that use panels.
   const bool shared = p.past == 0 && static_cast<size_t>(p.head_size) == Hp && S >= kQAttentionPackedMinRows;
   lay.shared_panel_floats = shared ? panel_floats + T * Hp : 0;
-  const size_t heads = static_cast<size_t>(p.batch * p.heads);
-  lay.peak_scratch_bytes = M * columns * sizeof(float) + columns * (sizeof(int32_t) + sizeof(float)) +
-                           std::max(gemm_bytes, (lay.attention_floats * threads + lay.shared_panel_floats * heads) *
-                                                    sizeof(float));
+  // One task per head where the heads split evenly over the threads, two or more each (no thread waits on a
+  // last head), and a head's Q, K and V columns are whole column blocks.
+  const size_t heads = static_cast<size_t>(p.heads), workers = static_cast<size_t>(threads);
+  lay.head_tasks = lay.packed_gemm && static_cast<size_t>(p.head_size) % lay.column_block == 0 &&
+                   heads % workers == 0 && heads >= 2 * workers;
+  const size_t fixed = M * columns * sizeof(float) + columns * (sizeof(int32_t) + sizeof(float));
+  if (lay.head_tasks) {  // the projection's buffers live on through the attention, with per-worker panels
+    lay.peak_scratch_bytes =
+        fixed + gemm_bytes + (lay.attention_floats + lay.shared_panel_floats) * workers * sizeof(float);
+  } else {  // one phase after the other, with panels for every (batch, head)
+    const size_t attention = lay.attention_floats * workers + lay.shared_panel_floats * heads * p.batch;
+    lay.peak_scratch_bytes = fixed + std::max(gemm_bytes, attention * sizeof(float));
+  }
   return lay;
 }
 
@@ -318,39 +347,65 @@ void run_q_attention(const QAttentionProblem& p, const KernelTable& kt, int thre
     outputs->present = Tensor();
   }
   auto qkv = raw_buffer<float>(static_cast<size_t>(p.batch * p.seq * 3 * p.hidden));
-  project(p, kt, threads, lay, qkv.get());
-
-  auto scratch = raw_buffer<float>(lay.attention_floats * static_cast<size_t>(threads));
+  RawBuffer<float> scratch(nullptr, PoolDeleter<float>{0}), panels(nullptr, PoolDeleter<float>{0});
   float* output = outputs->output.as<float>();
   float* present = p.in_place ? static_cast<float*>(const_cast<void*>(p.inputs->past->data))
                   : request.present ? outputs->present.as<float>()
                                     : nullptr;
+  const size_t columns = static_cast<size_t>(3 * p.hidden), H = static_cast<size_t>(p.head_size);
+  const int64_t query_block = static_cast<int64_t>(lay.query_block);
+  const int64_t row_blocks = (p.seq + query_block - 1) / query_block;
+  // Several row blocks per head read K and V from the projection: each head's K panels are packed and its V rows
+  // copied once, for all of them.
+  const auto pack_shared = [&](int64_t b, int64_t n, float* shared) {
+    const float* k = qkv.get() + static_cast<size_t>(b * p.seq) * columns + p.hidden + n * p.head_size;
+    kt.qk.pack_f32(static_cast<size_t>(p.total), lay.padded_head, k, columns * sizeof(float), shared);
+    // Then the head's V rows, contiguous (head_size == padded_head here).
+    float* v_rows = shared + lay.shared_panel_floats - static_cast<size_t>(p.total) * lay.padded_head;
+    for (int64_t j = 0; j < p.total; ++j)
+      std::memcpy(v_rows + j * p.head_size, k + p.hidden + j * columns, H * sizeof(float));
+  };
+  const auto attend_block = [&](int64_t b, int64_t n, int64_t block, const float* shared, int worker) {
+    const int64_t i0 = block * query_block, rows = std::min(query_block, p.seq - i0);
+    attend(p, kt, lay, qkv.get(), b, n, i0, rows, shared,
+           scratch.get() + lay.attention_floats * static_cast<size_t>(worker), output, present);
+  };
+  if (lay.head_tasks) {
+    // One task per head: its Q, K and V columns of the projection, then its attention, on one thread. Split in
+    // phases, half of a head's columns and panels were written on one core and read on the other: on this host
+    // such lines read at about 34 GB/s, against 50-80 from the reader's own L3 and 80-110 from its L2.
+    const Projection projection(p, kt, lay);
+    scratch = raw_buffer<float>(lay.attention_floats * static_cast<size_t>(threads));
+    if (lay.shared_panel_floats > 0) panels = raw_buffer<float>(lay.shared_panel_floats * static_cast<size_t>(threads));
+    parallel_for(static_cast<size_t>(p.heads), threads, [&](size_t task, int worker) {
+      const int64_t n = static_cast<int64_t>(task);
+      for (int64_t part = 0; part < 3; ++part)
+        for (size_t c = 0; c < H; c += lay.column_block)
+          projection.packed_columns(static_cast<size_t>(part * p.hidden + n * p.head_size) + c,
+                                    std::min(lay.column_block, H - c), worker, qkv.get());
+      float* shared = panels ? panels.get() + static_cast<size_t>(worker) * lay.shared_panel_floats : nullptr;
+      for (int64_t b = 0; b < p.batch; ++b) {
+        if (shared) pack_shared(b, n, shared);
+        for (int64_t block = 0; block < row_blocks; ++block) attend_block(b, n, block, shared, worker);
+      }
+    });
+    return;
+  }
+  Projection(p, kt, lay).run(threads, qkv.get());  // its buffers go before the attention's come
+  scratch = raw_buffer<float>(lay.attention_floats * static_cast<size_t>(threads));
   const size_t heads = static_cast<size_t>(p.batch * p.heads);
-  // Several row blocks per head read K and V from the projection: pack each head's K panels and copy its V
-  // rows once.
-  RawBuffer<float> panels(nullptr, PoolDeleter<float>{0});
   if (lay.shared_panel_floats > 0) {
     panels = raw_buffer<float>(lay.shared_panel_floats * heads);
-    const size_t columns = static_cast<size_t>(3 * p.hidden);
     parallel_for(heads, threads, [&](size_t task, int) {
-      const int64_t b = static_cast<int64_t>(task) / p.heads, n = static_cast<int64_t>(task) % p.heads;
-      const float* k = qkv.get() + static_cast<size_t>(b * p.seq) * columns + p.hidden + n * p.head_size;
-      float* shared = panels.get() + task * lay.shared_panel_floats;
-      kt.qk.pack_f32(static_cast<size_t>(p.total), lay.padded_head, k, columns * sizeof(float), shared);
-      // Then the head's V rows, contiguous (head_size == padded_head here).
-      float* v_rows = shared + lay.shared_panel_floats - static_cast<size_t>(p.total) * lay.padded_head;
-      for (int64_t j = 0; j < p.total; ++j)
-        std::memcpy(v_rows + j * p.head_size, k + p.hidden + j * columns, static_cast<size_t>(p.head_size) * sizeof(float));
+      pack_shared(static_cast<int64_t>(task) / p.heads, static_cast<int64_t>(task) % p.heads,
+                  panels.get() + task * lay.shared_panel_floats);
     });
   }
-  const int64_t row_blocks = (p.seq + static_cast<int64_t>(lay.query_block) - 1) / static_cast<int64_t>(lay.query_block);
   parallel_for(heads * static_cast<size_t>(row_blocks), threads, [&](size_t task, int worker) {
     const size_t head_task = task / static_cast<size_t>(row_blocks);
-    const int64_t i0 = static_cast<int64_t>(task) % row_blocks * static_cast<int64_t>(lay.query_block);
-    const int64_t rows = std::min(static_cast<int64_t>(lay.query_block), p.seq - i0);
-    attend(p, kt, lay, qkv.get(), static_cast<int64_t>(head_task) / p.heads, static_cast<int64_t>(head_task) % p.heads,
-           i0, rows, panels ? panels.get() + head_task * lay.shared_panel_floats : nullptr,
-           scratch.get() + lay.attention_floats * static_cast<size_t>(worker), output, present);
+    attend_block(static_cast<int64_t>(head_task) / p.heads, static_cast<int64_t>(head_task) % p.heads,
+                 static_cast<int64_t>(task % static_cast<size_t>(row_blocks)),
+                 panels ? panels.get() + head_task * lay.shared_panel_floats : nullptr, worker);
   });
 }
 

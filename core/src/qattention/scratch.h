@@ -17,9 +17,9 @@ constexpr size_t kQAttentionDirectMaxRows = kGemmDirectMaxRows;
 constexpr size_t kQAttentionMinRangeRows = 64;
 // Query rows from which the keys are packed into panels before scoring (the pack pays off).
 constexpr size_t kQAttentionPackedMinRows = 8;
-// Query rows per attention task without past: a 96 x T score block stays in L2, prefill yields
-// heads x S/96 tasks instead of one per head, and 96 rows split into whole 12-row kernel tiles. Each row is scored and normalized on its own, so the
-// blocking changes no bits.
+// Query rows per attention task without past: a 96 x T score block stays in L2, prefill yields heads x S/96
+// tasks instead of one per head, and 96 rows split into whole 12-row kernel tiles. Each row is scored and
+// normalized on its own, so the blocking changes no bits.
 constexpr size_t kQAttentionQueryBlock = 96;
 
 struct QAttentionLayout {
@@ -30,10 +30,11 @@ struct QAttentionLayout {
   size_t packed_b_offset = 0;       // packed form: where the workers' B strips start in the gemm buffer (A first)
   size_t packed_b_stride = 0;       // packed form: bytes of one worker's packed column block
   size_t gemm_workspace_bytes = 0;  // packed form: the whole buffer; column blocks: per worker
+  bool head_tasks = false;          // one task per head: its projection columns, then its attention
   size_t row_ranges = 0;            // a few input rows: the weight's rows split into this many tasks, else 0
   size_t query_block = 0;           // query rows per attention task
   size_t attention_floats = 0;      // per worker: Q, K, V, O rows, the query_block x T scores, K panels
-  size_t shared_panel_floats = 0;   // per (batch, head): K panels packed once for all its row blocks and its V rows, or 0
+  size_t shared_panel_floats = 0;   // K panels packed once for all of a head's row blocks, then its V rows; or 0
   size_t peak_scratch_bytes = 0;    // projection buffer + the larger per-phase scratch
 };
 
