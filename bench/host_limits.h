@@ -4,6 +4,7 @@
 // multi-thread run uses).
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <thread>
@@ -147,6 +148,49 @@ inline double measured_read_bandwidth_gbs(size_t bytes, int threads = 1) {
   }
   volatile float sink = sums[0];
   (void)sink;
+  return best;
+}
+
+// GB/s of one thread reading `bytes` that were written just before, by itself (from_other_thread false: the lines
+// sit in its own caches) or by another thread that keeps running meanwhile (so on another core): best of 20 rounds.
+// What a task pays for reading what a task on another core produced (QAttention's one task per head, RESULTS).
+inline double measured_handoff_read_gbs(size_t bytes, bool from_other_thread) {
+  std::vector<float> buf(bytes / sizeof(float));
+  std::atomic<int> round{-1};
+  std::atomic<bool> written{false}, done{false};
+  const auto write = [&buf](int r) {
+    for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(i + static_cast<size_t>(r));
+  };
+  std::thread writer;
+  if (from_other_thread) {
+    writer = std::thread([&] {
+      for (int seen = -1; !done.load();) {
+        const int r = round.load();
+        if (r == seen) continue;  // spins: an idle writer could be moved onto the reader's core
+        write(r);
+        seen = r;
+        written.store(true);
+      }
+    });
+  }
+  double best = 0.0;
+  volatile float sink = 0.0f;
+  for (int r = 0; r < 20; ++r) {
+    if (from_other_thread) {
+      written.store(false);
+      round.store(r);
+      while (!written.load()) {
+      }
+    } else {
+      write(r);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    sink = sink + read_pass(buf);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, static_cast<double>(buf.size() * sizeof(float)) / s * 1e-9);
+  }
+  done.store(true);
+  if (writer.joinable()) writer.join();
   return best;
 }
 

@@ -373,7 +373,7 @@ void run_q_attention(const QAttentionProblem& p, const KernelTable& kt, int thre
   if (lay.head_tasks) {
     // One task per head: its Q, K and V columns of the projection, then its attention, on one thread. Split in
     // phases, half of a head's columns and panels were written on one core and read on the other: on this host
-    // such lines read at about 34 GB/s, against 50-80 from the reader's own L3 and 80-110 from its L2.
+    // such lines read at 30-35 GB/s, a core's own at 85-110 (qattention_bench's host_limits).
     const Projection projection(p, kt, lay);
     scratch = raw_buffer<float>(lay.attention_floats * static_cast<size_t>(threads));
     if (lay.shared_panel_floats > 0) panels = raw_buffer<float>(lay.shared_panel_floats * static_cast<size_t>(threads));
