@@ -66,8 +66,6 @@ struct QaBenchProblem {
 // cold form cycles through enough layers that together they exceed L3 several times over (as gqa_bench's).
 constexpr double kColdBytes = 160.0 * (1 << 20);
 
-// args: S, P, threads, cold (0: one layer stepped again and again, warm in the caches; 1: cold layers, each with
-// its own outputs as a model's runtime keeps them)
 // Where a prompt's work runs as one task per head, each head's projected columns are read on the core that wrote
 // them; in phases, by whichever core claims the next task. What a line costs either way, in the same run.
 void report_host(benchmark::State& state) {
@@ -79,6 +77,8 @@ void report_host(benchmark::State& state) {
 }
 BENCHMARK(report_host)->Name("host_limits")->Iterations(1);
 
+// args: S, P, threads, cold (0: one layer stepped again and again, warm in the caches; 1: cold layers, each with
+// its own outputs as a model's runtime keeps them)
 void BM_QAttention(benchmark::State& state) {
   const int64_t S = state.range(0), P = state.range(1);
   const double layer_bytes = 768.0 * 2304 + 2.0 * 768 * static_cast<double>(2 * P + S) * sizeof(float);
