@@ -1,7 +1,7 @@
 // attnkit benches: this host's physical limits, measured in the same run as the benchmarks.
 // The host is shared and noisy, so speed is reported as a fraction of a peak measured moments before,
-// never against a constant: fp32 FMA throughput of one core and read bandwidth (one thread, or as many as a
-// multi-thread run uses).
+// never against a constant: fp32 FMA throughput of one core, read bandwidth (one thread, or as many as a
+// multi-thread run uses), and what reading lines another core just wrote costs.
 #pragma once
 #include <algorithm>
 #include <atomic>

@@ -35,7 +35,7 @@ struct QAttentionLayout {
   size_t query_block = 0;           // query rows per attention task
   size_t attention_floats = 0;      // per worker: Q, K, V, O rows, the query_block x T scores, K panels
   size_t shared_panel_floats = 0;   // K panels packed once for all of a head's row blocks, then its V rows; or 0
-  size_t peak_scratch_bytes = 0;    // projection buffer + the larger per-phase scratch
+  size_t peak_scratch_bytes = 0;    // projection buffer + the larger per-phase scratch (head tasks: the sum)
 };
 
 QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable& kt, int threads);
