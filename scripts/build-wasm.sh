@@ -32,7 +32,7 @@ build_flavour() {
     cp -u "$f" js/dist/
   done
   if [ "$tests" = 1 ]; then
-    (cd "$dir" && ctest --output-on-failure --timeout 1800 ${ATTNKIT_CTEST_ARGS:-})
+    (cd "$dir" && ctest --output-on-failure ${ATTNKIT_CTEST_ARGS:-})
   fi
 }
 
