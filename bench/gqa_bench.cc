@@ -118,6 +118,10 @@ void BM_GQA_Prefill(benchmark::State& state) {
   const double flops = 2.0 * 2.0 * 16 * 128 * static_cast<double>(T) * static_cast<double>(T + 1) / 2.0;
   state.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["scratch_MiB"] = static_cast<double>(scratch) / (1 << 20);
+  // The peak of the threads' cores, measured right after: the host's speed moves within minutes, so host_limits
+  // from the start of the run is no fair denominator for a row timed later.
+  state.counters["fma_peak_GFLOPs"] = options.threads * std::max(bench::measured_fma_peak_gflops(true),
+                                                                  bench::measured_fma_peak_gflops(false));
   state.SetLabel(std::string(kCacheNames[kind]) + (state.range(3) ? " flash" : " naive"));
 }
 
@@ -158,6 +162,8 @@ void BM_GQA_Decode(benchmark::State& state, int64_t N, int64_t Nk, int64_t H = 1
     if (!st.ok()) state.SkipWithError(st.message().c_str());
   }
   state.counters["KV_GBs"] = benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  // From DRAM, what the same threads read, measured right after (see BM_GQA_Prefill).
+  if (cold) state.counters["read_GBs"] = bench::measured_read_bandwidth_gbs(size_t{256} << 20, options.threads);
   static const char* const modes[] = {" naive", " flash", " in-place", " in-place cold", " flash cold"};
   state.SetLabel(std::string(kCacheNames[kind]) + modes[mode]);
 }
