@@ -21,8 +21,8 @@ using ref::CacheElem;
 const CacheElem kElems[] = {CacheElem::kF32, CacheElem::kF16, CacheElem::kBF16, CacheElem::kS8,
                             CacheElem::kS4};
 
-// On a 64-byte boundary, as attnkit's caches and outputs are (and the README asks of a caller's): a vector's 16-byte
-// one splits rows across cache lines.
+// On a 64-byte boundary, as attnkit's caches and outputs are (and the README asks of a caller's): a std::vector put
+// them 32 bytes past one, and every fp32 row straddled an extra cache line.
 TensorBytes random_cache(CacheElem e, size_t N, size_t H) {
   std::mt19937 rng(1);
   const size_t row = ref::cache_row_bytes(e, H);
