@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # attnkit: `npm run bench` — the headline benchmarks side by side in one run: this host's FMA peak and read
-# bandwidth, the kernels, GQA naive vs flash vs in place, QAttention, then attnkit vs onnxruntime-node and
-# attnkit wasm vs onnxruntime-web, and last issue 3's targets judged on this run's figures. The host is shared:
-# read the ratios, not the absolute times.
+# bandwidth, the kernels, GQA, QAttention, attnkit vs onnxruntime-node and wasm vs onnxruntime-web, then issue 3's
+# targets judged on this run's figures. The host is shared: read the ratios, not the absolute times.
 # Usage: npm run bench [-- --quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
