@@ -59,5 +59,6 @@ test('targets.mjs: percentages of this run\'s limits, ratios to ORT, and what di
   check('flash peak scratch at S=T=4096 / the naive path\'s', '1/166', true);
   check('prefill T=2048 fp32, 1 thread(s): ORT / attnkit', '1.40x', false);
   check('decode T=4096 int8, 2 thread(s): ORT / attnkit', '3.50x', true);
-  assert.equal(rows.length, 12);  // QK, six decode, two prefill, scratch, two against ORT
+  check('decode T=4096 int4, 1 thread(s): ORT / attnkit', 'not run', null);
+  assert.equal(rows.length, 18);  // QK, six decode, two prefill, scratch, eight against ORT
 });
