@@ -80,8 +80,9 @@ for ((worker = 0; worker < workers; worker++)); do
 done
 wait
 cat "$scratch"/*/story
-same=$(cat "$scratch"/*/verdicts | grep -c '^same ')
-differ=$(cat "$scratch"/*/verdicts | awk '$1 == "differs" { printf " %s", $2 }')
-checked=$(cat "$scratch"/*/verdicts | wc -l)
+cat "$scratch"/*/verdicts >"$scratch/verdicts"
+same=$(grep -c '^same ' "$scratch/verdicts")
+differ=$(awk '$1 == "differs" { printf " %s", $2 }' "$scratch/verdicts")
+checked=$(wc -l <"$scratch/verdicts")
 echo "corpus ($label, $isa table): ${same} case files give the Linux CLI's bits, $((checked - same)) differ${differ}"
 [ "$checked" -eq ${#cases[@]} ] && [ "$same" -eq "$checked" ]
