@@ -10,6 +10,24 @@ namespace {
 // Any fp32 dot product of length H, accumulated in any order with or without FMA, and scaled by
 // alpha, is within (H + 1) * u * |alpha| * sum|q||k| of the exact value (Higham, gamma_n bound);
 // every cache element converts to fp32 exactly, so that is the whole error.
+double fp32_dot_bound(size_t H, double alpha, double absum) { return (H + 1) * kU * alpha * absum; }
+
+// The integer limb path (qk_gemm/limb_query.h) rounds q to within 2^-23 * 2^ceil(log2 amax) <= 2^-22 amax per
+// element and sums exactly; three fp32 roundings follow (int->float of the hi sum, the add, the scale), each within
+// u of a term bounded by |alpha| (sum|q||k| + 2^-14 amax sum|k|): within |alpha| (4u sum|q||k| + 2^-21 amax sum|k|).
+double limb_bound(CacheElem e, const float* q, size_t H, const uint8_t* k_row, double alpha, double absum) {
+  double amax = 0, ksum = 0;
+  for (size_t d = 0; d < H; ++d) {
+    amax = std::max(amax, std::fabs(double(q[d])));
+    ksum += std::fabs(ref::cache_value(e, k_row, d));
+  }
+  return alpha * (4 * kU * absum + 0x1p-21 * amax * ksum);
+}
+
+bool takes_limbs(const KernelTable& t, CacheElem e) {
+  return (e == CacheElem::kS8 || e == CacheElem::kS4) && std::string(t.quantized_qk) == "exact-int16-limbs";
+}
+
 void check_qk_direct(CacheElem e, size_t M, size_t N, size_t H, std::mt19937& rng,
                      const std::vector<const KernelTable*>& isas) {
   const size_t ldk = stride_for(e, H, N);
@@ -25,7 +43,11 @@ void check_qk_direct(CacheElem e, size_t M, size_t N, size_t H, std::mt19937& rn
     qk_direct(*t, e)(M, N, H, Q.as<float>(), H, K.as<uint8_t>(), ldk, alpha, C.as<float>(), N);
     ASSERT_TRUE(C.canary_intact());
     for (size_t x = 0; x < M * N; ++x) {
-      const double bound = (H + 1) * kU * alpha * absum[x] + 1e-30;
+      // fill_floats' rows lie within the limbs' range, so limb kernels take every row of up to 1016 elements.
+      const float* q_row = Q.as<float>() + x / N * H;
+      const uint8_t* k_row = K.as<uint8_t>() + x % N * ldk;
+      const double bound = (takes_limbs(*t, e) && H <= 1016 ? limb_bound(e, q_row, H, k_row, alpha, absum[x])
+                                                             : fp32_dot_bound(H, alpha, absum[x])) + 1e-30;
       ASSERT_LE(std::fabs(C.as<float>()[x] - want[x]), bound)
           << t->isa << " " << ref::cache_elem_name(e) << " M=" << M << " N=" << N << " H=" << H << " at " << x;
     }
@@ -82,11 +104,8 @@ TEST(KernelQkGemm, PackAndPackedGemmMatchReference) {
       }
 }
 
-// int8/int4 caches take the integer limb path (qk_gemm/limb_query.h) on scalar, VNNI and wasm128:
-// q is split exactly to within 2^-30 * 2^ceil(log2 amax) <= 2^-29 amax per element, the sums are exact,
-// and three fp32 roundings follow (int->float of the hi sum, the add, the scale), each within u of a
-// term bounded by |alpha| (sum|q||k| + 2^-15 amax sum|k|). So those variants must give the scalar
-// kernel's bits and stay within |alpha| (4u sum|q||k| + 2^-28 amax sum|k|) of the exact score. Rows the
+// int8/int4 caches take the integer limb path (qk_gemm/limb_query.h) on scalar, VNNI and wasm128: those
+// variants must give the scalar kernel's bits and stay within limb_bound of the exact score. Rows the
 // integer path cannot hold (NaN, |q| beyond 2^40 or below 2^-40, H > 1016), and the AVX2, NEON and
 // AVX512 (no VNNI) kernels, are fp32 dot products with the (H+1)u bound.
 TEST(KernelQkGemm, IntegerLimbKernelsGiveTheScalarBits) {
@@ -146,11 +165,8 @@ TEST(KernelQkGemm, IntegerLimbKernelsGiveTheScalarBits) {
                 ASSERT_TRUE(std::isnan(c[x])) << where;
                 continue;
               }
-              double ksum = 0;
-              for (size_t d = 0; d < H; ++d)
-                ksum += std::fabs(ref::cache_value(e, K.as<uint8_t>() + j * ldk, d));
-              const double bound = limbs ? alpha * (4 * kU * absum[x] + 0x1p-28 * amax * ksum)
-                                         : (H + 1) * kU * alpha * absum[x];
+              const double bound = limbs ? limb_bound(e, q + i * H, H, K.as<uint8_t>() + j * ldk, alpha, absum[x])
+                                         : fp32_dot_bound(H, alpha, absum[x]);
               ASSERT_LE(std::fabs(c[x] - want[x]), bound + 1e-30) << where;
               if (limbs) {
                 ASSERT_EQ(0, std::memcmp(&c[x], &first[x], 4)) << where << " differs from scalar";

@@ -1,7 +1,7 @@
-// attnkit qk_gemm: exact integer QK for int8/int4 caches. Each fp32 query row is split, exactly to
-// 2^-29 of its largest element, into two int16 limbs (q = 2^-e (2^15 hi + lo)), so q.k becomes two
-// integer dot products (vpdpwssd, i32x4.dot, or scalar) and one shared rounding step: the
-// same bits on every ISA that uses it, and never less accurate than fp32 accumulation.
+// attnkit qk_gemm: exact integer QK for int8/int4 caches. Each fp32 query row is rounded to 2^-23 of its
+// largest element and split into two limbs (q = 2^-e (256 hi + lo), hi in int16, lo a signed byte), so q.k
+// becomes two integer dot products (vpdpwssd/vpdpbusd, i32x4.dot, or scalar) and one shared rounding step: the
+// same bits on every ISA that uses it, within the fp32 kernels' error bound for heads of 8 and more.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -14,6 +14,8 @@
 namespace attnkit {
 namespace {
 
+// q = 2^-e (kLimbBase hi + lo).
+constexpr float kLimbBase = 256.0f;
 // Limb sums stay below 2^31 while H * 2^14 * 2^7 does: the integer path takes H < 1024 and falls back
 // to the fp32 kernel beyond (no model uses such heads).
 constexpr size_t kLimbMaxH = 1016;
@@ -59,8 +61,10 @@ inline bool split_limbs(const float* q, size_t H, bool s4, size_t half, size_t p
   std::memcpy(&amax, &amax_bits, 4);
   int x;
   std::frexp(amax, &x);  // amax = m 2^x, m in [0.5, 1)
-  const int e = 29 - x;  // amax 2^e < 2^29, so |Q| <= 2^29 and both limbs fit in [-2^14, 2^14]
-  // A power of two in [2^-12, 2^69]: q * scale is exact, except products below 2^-126, which round to
+  // amax 2^e < 2^22, so |Q| <= 2^22: hi in [-2^14, 2^14] and lo in [-128, 127]. Q keeps 23 bits where fp32 keeps
+  // 24: the two limbs are then three signed bytes for VNNI's vpdpbusd (x86_key_lanes.h), where 29 bits took four.
+  const int e = 22 - x;
+  // A power of two in [2^-19, 2^62]: q * scale is exact, except products below 2^-126, which round to
   // 0 exactly as the exact value would.
   const float scale = std::ldexp(1.0f, e);
   int32_t sum_hi = 0, sum_lo = 0;
@@ -68,8 +72,8 @@ inline bool split_limbs(const float* q, size_t H, bool s4, size_t half, size_t p
     int32_t sh = 0, sl = 0;
     for (size_t k = 0; k < n; ++k) {
       const int32_t v = static_cast<int32_t>(std::nearbyint(src[k * stride] * scale));
-      const int32_t hv = (v + (1 << 14)) >> 15;
-      const int32_t lv = v - hv * (1 << 15);
+      const int32_t hv = (v + 128) >> 8;
+      const int32_t lv = v - hv * 256;
       h[k] = static_cast<int16_t>(hv);
       l[k] = static_cast<int16_t>(lv);
       sh += hv;
@@ -95,7 +99,7 @@ inline float combine_limbs(int32_t dot_hi, int32_t dot_lo, const LimbRow& r, boo
     dot_hi -= 8 * r.sum_hi;
     dot_lo -= 8 * r.sum_lo;
   }
-  return (static_cast<float>(dot_hi) * 32768.0f + static_cast<float>(dot_lo)) * r.factor;
+  return (static_cast<float>(dot_hi) * kLimbBase + static_cast<float>(dot_lo)) * r.factor;
 }
 
 // The driver every ISA shares. T supplies kMaxRows, kStep (int16 lanes per vector: limb rows are

@@ -191,7 +191,7 @@ struct Simd128Limbs {
       const auto off = [&](int s, bool hi) { return S4 ? 8 * (hi ? q[s / R].sum_hi : q[s / R].sum_lo) : 0; };
       const Vi hs = T::i32_sub(T::i32_sums4(h), T::i32_make(off(0, true), off(1, true), off(2, true), off(3, true)));
       const Vi ls = T::i32_sub(T::i32_sums4(l), T::i32_make(off(0, false), off(1, false), off(2, false), off(3, false)));
-      const auto out = T::mul(T::add(T::mul(T::f32_from_i32(hs), T::set1(32768.0f)), T::f32_from_i32(ls)),
+      const auto out = T::mul(T::add(T::mul(T::f32_from_i32(hs), T::set1(kLimbBase)), T::f32_from_i32(ls)),
                               T::f32_make(q[0].factor, q[1 / R].factor, q[2 / R].factor, q[3 / R].factor));
       if constexpr (R == 4) {
         T::store(c[0], out);

@@ -1,7 +1,7 @@
 // attnkit qk_gemm: the exact int8/int4 limb QK of limb_query.h on AVX512-VNNI with keys in lanes. 16 K rows
-// are transposed so that each 32-bit lane holds one key's 4 bytes of a column; every limb is split into two
-// signed bytes (limb = 256 a + b) that vpdpbusd multiplies with the unsigned cache bytes (int4: the nibbles;
-// int8: the bytes + 128), broadcast from memory. No per-key reduction is left, and the sums are the limb sums
+// are transposed so that each 32-bit lane holds one key's 4 bytes of a column; the limbs are three signed bytes
+// (hi = 256 a + b, lo) that vpdpbusd multiplies with the unsigned cache bytes (int4: the nibbles; int8: the
+// bytes + 128), broadcast from memory. No per-key reduction is left, and the sums are the limb sums
 // of every other ISA: the same bits. One or two rows (decode) take 32-key tiles transposed one tile ahead.
 #pragma once
 #include <immintrin.h>
@@ -23,10 +23,10 @@ constexpr size_t kLaneChunk = 64;  // K bytes per transposed chunk: 16 columns o
 constexpr int kLaneMaxRows = 4;    // query rows per pass over K
 
 // The query rows of one pass, column-major: for K column c (row bytes 4c..4c+3), row i and digit k, the D dwords
-// at ((c * MB + i) * 4 + k) * D hold digit k of the column's elements: int4 (D = 2) the even elements 8c, 8c+2,
-// 8c+4, 8c+6 (the low nibbles' partners), then the odd ones; int8 (D = 1) elements 4c..4c+3. Digits: each limb
-// as 256 a + b with b its low byte read as signed (|a| <= 64 for |limb| <= 2^14): hi = 256 d0 + d1,
-// lo = 256 d2 + d3. Every broadcast of a column then comes from one pointer at constant offsets.
+// at ((c * MB + i) * 3 + k) * D hold digit k of the column's elements: int4 (D = 2) the even elements 8c, 8c+2,
+// 8c+4, 8c+6 (the low nibbles' partners), then the odd ones; int8 (D = 1) elements 4c..4c+3. Digits: hi as
+// 256 d0 + d1 with d1 its low byte read as signed (|d0| <= 64 for |hi| <= 2^14), and d2 = lo, already a byte.
+// Every broadcast of a column then comes from one pointer at constant offsets.
 struct LaneQuery {
   const int32_t* digits;
   float factor[kLaneMaxRows];
@@ -35,7 +35,7 @@ struct LaneQuery {
   uint32_t off_hi[kLaneMaxRows], off_lo[kLaneMaxRows];
 };
 template <bool kS4>
-constexpr int kLaneDwords = kS4 ? 8 : 4;  // digit dwords per row and K column: 4 D
+constexpr int kLaneDwords = kS4 ? 6 : 3;  // digit dwords per row and K column: 3 D
 
 // r[k] holds 16 dwords of key k; afterwards r[c] holds column c of the 16 keys (lane k = key k).
 __attribute__((always_inline)) inline void transpose16x16_epi32(__m512i r[16]) {
@@ -66,32 +66,31 @@ __attribute__((always_inline)) inline void transpose16x16_epi32(__m512i r[16]) {
 // The sums, one array per digit: GCC keeps arrays of up to 256 bytes in registers.
 template <int MB>
 struct LaneSums {
-  __m512i d0[MB], d1[MB], d2[MB], d3[MB];
+  __m512i d0[MB], d1[MB], d2[MB];
 };
 
-// Row i's four digit sums += the unsigned bytes u times the digits at d, d + step, d + 2 step, d + 3 step.
+// Row i's three digit sums += the unsigned bytes u times the digits at d, d + step, d + 2 step.
 template <int MB>
 __attribute__((always_inline)) inline void lane_digit_dots(LaneSums<MB>& s, int i, __m512i u, const int32_t* d,
                                                            int step) {
   dpbusd_bcast_into(s.d0[i], u, d);
   dpbusd_bcast_into(s.d1[i], u, d + step);
   dpbusd_bcast_into(s.d2[i], u, d + 2 * step);
-  dpbusd_bcast_into(s.d3[i], u, d + 3 * step);
 }
 
-// One column of 16 keys into every row's four digit sums; qd points at the column's digits.
+// One column of 16 keys into every row's three digit sums; qd points at the column's digits.
 template <bool kS4, int MB>
 __attribute__((always_inline)) inline void lane_column(LaneSums<MB>& s, __m512i x, const int32_t* qd) {
   if constexpr (kS4) {
     const __m512i nibble = _mm512_set1_epi8(0x0f);
     const __m512i even = _mm512_and_si512(x, nibble), odd = _mm512_and_si512(_mm512_srli_epi32(x, 4), nibble);
     ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
-      lane_digit_dots(s, i, even, qd + i * 8, 2);
-      lane_digit_dots(s, i, odd, qd + i * 8 + 1, 2);
+      lane_digit_dots(s, i, even, qd + i * 6, 2);
+      lane_digit_dots(s, i, odd, qd + i * 6 + 1, 2);
     }
   } else {
     const __m512i u = _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));
-    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) lane_digit_dots(s, i, u, qd + i * 4, 1);
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) lane_digit_dots(s, i, u, qd + i * 3, 1);
   }
 }
 
@@ -113,24 +112,23 @@ __attribute__((always_inline)) inline void lane_store(const LaneSums<MB>& s, con
   ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
     const __m512i hi = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d0[i], 8), s.d1[i]),
                                         _mm512_set1_epi32(static_cast<int32_t>(q.off_hi[i])));
-    const __m512i lo = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(s.d2[i], 8), s.d3[i]),
-                                        _mm512_set1_epi32(static_cast<int32_t>(q.off_lo[i])));
+    const __m512i lo = _mm512_sub_epi32(s.d2[i], _mm512_set1_epi32(static_cast<int32_t>(q.off_lo[i])));
     const __m512 out = _mm512_mul_ps(
-        _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(hi), _mm512_set1_ps(32768.0f)), _mm512_cvtepi32_ps(lo)),
+        _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(hi), _mm512_set1_ps(kLimbBase)), _mm512_cvtepi32_ps(lo)),
         _mm512_set1_ps(q.factor[i]));
     _mm512_mask_storeu_ps(c[i] + at, mask, out);
   }
 }
 
-// MB query rows x up to 16 keys (kn). A row has 4 sums (one per digit), each a chain of multiply-adds of 4
-// cycles' latency, two per 8 elements: from two rows on (8-16 sums), the chains keep pace with two a cycle;
+// MB query rows x up to 16 keys (kn). A row has 3 sums (one per digit), each a chain of multiply-adds of 4
+// cycles' latency, two per 8 elements: from two rows on (6-12 sums), the chains nearly keep pace with two a cycle;
 // a row alone (left by rows that take the fp32 kernel) runs at half that rate. Up to two rows the 16 transposed
 // columns stay in registers beside the sums; from three rows on they go through an L1 buffer, which leaves the
 // registers to the sums. Bytes past a row's end load as zero (int8: 128 once offset), against zero digits.
 template <bool kS4, int MB, bool kFull>
 inline void lane_tile(size_t H, const LaneQuery& q, const uint8_t* K, size_t ldk, size_t kn, float* const* c) {
   LaneSums<MB> s;
-  ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) s.d0[i] = s.d1[i] = s.d2[i] = s.d3[i] = _mm512_setzero_si512();
+  ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) s.d0[i] = s.d1[i] = s.d2[i] = _mm512_setzero_si512();
   const int32_t* qd = q.digits;
   constexpr int kStride = MB * kLaneDwords<kS4>;
   const size_t bytes = kS4 ? H / 2 : H;
@@ -153,13 +151,17 @@ inline void lane_tile(size_t H, const LaneQuery& q, const uint8_t* K, size_t ldk
 
 // ---- Two rows or one (a decode step): 32-key tiles, transposed one tile ahead ----
 // On Zen 5 this core issues two zmm loads a cycle, broadcasts included, and two vpdpbusd; vpunpck* run beside them
-// for free and vshufi32x4 nearly so. The 16-key tile above loads one digit per vpdpbusd plus the K rows, 18 loads
-// for 16 multiply-adds a key, and its transposes share the window with them: 12.8 cycles a key where 8 would do.
+// for free and vshufi32x4 nearly so. The 16-key tile above loads one digit per vpdpbusd plus the K rows (with
+// four digits, 18 loads for 16 multiply-adds a key), and its transposes share the window with them: 12.8 cycles
+// a key where 8 would do.
 // Here each digit broadcast serves the same column of two 16-key halves, whose columns come from an L1 buffer
 // filled one tile ahead: each column's multiply-adds carry one eighth of the next tile's transpose (4 K rows, or 4
 // cross-lane combinations), so loads, shuffles and multiply-adds overlap. The same integer sums, so the same bits.
 // BM_QKGemm avx512, 2 rows, H=128, N=512 / 2048 (in L2): int8 2.17 -> 1.96 / 8.03 -> 7.63 us, int4 1.96 -> 1.53 /
 // 7.03 -> 5.48. Decode T=4096 in place: warm steps a few percent faster, through DRAM within the host's noise.
+// Three digits where there were four (limb_query.h's 23-bit query), side by side at N=2048: int8 8.46 -> 5.73 us,
+// int4 6.89 -> 5.00; decode T=512 in place, one thread, 44 -> 38 us (int8) and 44 -> 34 (int4). At T=4096, where
+// the cache comes from L3 or DRAM, the steps did not change.
 constexpr size_t kPipeKeys = 32;
 constexpr size_t kPipeMaxBytes = 256;  // K bytes per row: int8 H <= 256, int4 H <= 512
 
@@ -221,9 +223,6 @@ __attribute__((always_inline)) inline void lane_digit_dots2(LaneSums<MB>& a, Lan
   v = _mm512_set1_epi32(d[2 * step]);
   dpbusd_into(a.d2[i], ua, v);
   dpbusd_into(b.d2[i], ub, v);
-  v = _mm512_set1_epi32(d[3 * step]);
-  dpbusd_into(a.d3[i], ua, v);
-  dpbusd_into(b.d3[i], ub, v);
 }
 
 // lane_column for the same column of both halves.
@@ -235,13 +234,13 @@ __attribute__((always_inline)) inline void lane_column2(LaneSums<MB>& a, LaneSum
     const __m512i ea = _mm512_and_si512(xa, nibble), oa = _mm512_and_si512(_mm512_srli_epi32(xa, 4), nibble);
     const __m512i eb = _mm512_and_si512(xb, nibble), ob = _mm512_and_si512(_mm512_srli_epi32(xb, 4), nibble);
     ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
-      lane_digit_dots2(a, b, i, ea, eb, qd + i * 8, 2);
-      lane_digit_dots2(a, b, i, oa, ob, qd + i * 8 + 1, 2);
+      lane_digit_dots2(a, b, i, ea, eb, qd + i * 6, 2);
+      lane_digit_dots2(a, b, i, oa, ob, qd + i * 6 + 1, 2);
     }
   } else {
     const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80));
     const __m512i ua = _mm512_xor_si512(xa, offset), ub = _mm512_xor_si512(xb, offset);
-    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) lane_digit_dots2(a, b, i, ua, ub, qd + i * 4, 1);
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) lane_digit_dots2(a, b, i, ua, ub, qd + i * 3, 1);
   }
 }
 
@@ -298,8 +297,8 @@ __attribute__((noinline)) size_t lane_rows_pipelined(size_t N, size_t H, const L
     if (ahead && j + 2 * kPipeKeys + ahead <= N) prefetch_lines(K + (j + kPipeKeys + ahead) * ldk, kPipeKeys * ldk);
     LaneSums<MB> a, b;
     ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
-      a.d0[i] = a.d1[i] = a.d2[i] = a.d3[i] = _mm512_setzero_si512();
-      b.d0[i] = b.d1[i] = b.d2[i] = b.d3[i] = _mm512_setzero_si512();
+      a.d0[i] = a.d1[i] = a.d2[i] = _mm512_setzero_si512();
+      b.d0[i] = b.d1[i] = b.d2[i] = _mm512_setzero_si512();
     }
     LaneColumns& cur = cols[t & 1];
     LaneColumns& next = cols[(t + 1) & 1];
@@ -333,25 +332,25 @@ __attribute__((noinline)) void lane_rows(size_t N, size_t H, const LaneQuery& q,
 // column-major digits.
 template <bool kS4>
 inline void pack_lane_digits(const int16_t* hi, const int16_t* lo, size_t H, int i, int mb, int32_t* digits) {
-  alignas(64) int8_t d[4][kLimbMaxH + 32];
+  alignas(64) int8_t d[3][kLimbMaxH + 32];
   // Unaligned stores: rows after d[0] start 24 bytes off a 32-byte boundary. Optimized builds fold the narrowing
   // into vpmovwb's store, which takes any address; an -O0 build's vmovdqa faulted on them.
-  const auto split = [](__m512i limb, int8_t* a, int8_t* b, size_t e) {
-    const __m512i low = _mm512_srai_epi16(_mm512_slli_epi16(limb, 8), 8);  // the low byte, signed
-    const __m512i high = _mm512_srai_epi16(_mm512_sub_epi16(limb, low), 8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + e), _mm512_cvtepi16_epi8(high));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(b + e), _mm512_cvtepi16_epi8(low));
+  const auto store = [](__m512i x, int8_t* a, size_t e) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + e), _mm512_cvtepi16_epi8(x));
   };
   for (size_t e = 0; e < H; e += 32) {
     const __mmask32 m = H - e >= 32 ? ~__mmask32{0} : (__mmask32{1} << (H - e)) - 1;
-    split(_mm512_maskz_loadu_epi16(m, hi + e), d[0], d[1], e);
-    split(_mm512_maskz_loadu_epi16(m, lo + e), d[2], d[3], e);
+    const __m512i h = _mm512_maskz_loadu_epi16(m, hi + e);
+    const __m512i low = _mm512_srai_epi16(_mm512_slli_epi16(h, 8), 8);  // hi's low byte, signed
+    store(_mm512_srai_epi16(_mm512_sub_epi16(h, low), 8), d[0], e);
+    store(low, d[1], e);
+    store(_mm512_maskz_loadu_epi16(m, lo + e), d[2], e);
   }
-  constexpr int D = kLaneDwords<kS4> / 4;
+  constexpr int D = kLaneDwords<kS4> / 3;
   for (size_t c = 0; c < H / (4 * D); ++c)
-    for (int k = 0; k < 4; ++k)
+    for (int k = 0; k < 3; ++k)
       for (int part = 0; part < D; ++part)
-        std::memcpy(digits + ((c * mb + i) * 4 + k) * D + part, d[k] + part * H / 2 + 4 * c, 4);
+        std::memcpy(digits + ((c * mb + i) * 3 + k) * D + part, d[k] + part * H / 2 + 4 * c, 4);
 }
 
 // The whole QK: rows the integer path cannot take go to kFallback (the fp32 kernel) one by one.
@@ -360,7 +359,7 @@ void qk_key_lanes(size_t M, size_t N, size_t H, const float* Q, size_t ldq, cons
                   float* C, size_t ldc) {
   if (H > kLimbMaxH) return kFallback(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
   alignas(64) int16_t limbs[kLaneMaxRows][2][kLimbMaxH];
-  alignas(64) int32_t digits[kLimbMaxH / 4 * kLaneMaxRows * 4];
+  alignas(64) int32_t digits[kLimbMaxH / 4 * kLaneMaxRows * 3];
   const uint8_t* base = static_cast<const uint8_t*>(K);
   // Passes of equal size (5 rows: 3 + 2, not 4 + 1): one row alone runs at half the multiply-add rate.
   const size_t passes = (M + kLaneMaxRows - 1) / kLaneMaxRows, per_pass = (M + passes - 1) / passes;

@@ -90,7 +90,7 @@ struct X86Limbs {
         const __m256i sums = _mm256_sub_epi32(I::reduce8i(p), _mm256_permute2x128_si256(off_hi, off_lo, 0x20));
         const __m128 h = _mm_cvtepi32_ps(_mm256_castsi256_si128(sums));
         const __m128 l = _mm_cvtepi32_ps(_mm256_extracti128_si256(sums, 1));
-        const __m128 out = _mm_mul_ps(_mm_add_ps(_mm_mul_ps(h, _mm_set1_ps(32768.0f)), l), _mm_set1_ps(q[i].factor));
+        const __m128 out = _mm_mul_ps(_mm_add_ps(_mm_mul_ps(h, _mm_set1_ps(kLimbBase)), l), _mm_set1_ps(q[i].factor));
         if (R == 4) {
           _mm_storeu_ps(c[i], out);
         } else {
@@ -106,7 +106,7 @@ struct X86Limbs {
         }
         const __m256i h = _mm256_sub_epi32(I::reduce8i(ph), off_hi), l = _mm256_sub_epi32(I::reduce8i(pl), off_lo);
         const __m256 out = _mm256_mul_ps(
-            _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(h), _mm256_set1_ps(32768.0f)), _mm256_cvtepi32_ps(l)),
+            _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(h), _mm256_set1_ps(kLimbBase)), _mm256_cvtepi32_ps(l)),
             _mm256_set1_ps(q[i].factor));
         if (R == 8) {
           _mm256_storeu_ps(c[i], out);
