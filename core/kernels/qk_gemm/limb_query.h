@@ -1,7 +1,7 @@
-// attnkit qk_gemm: exact integer QK for int8/int4 caches. Each fp32 query row is rounded to 2^-23 of its
-// largest element and split into two limbs (q = 2^-e (256 hi + lo), hi in int16, lo a signed byte), so q.k
-// becomes two integer dot products (vpdpwssd/vpdpbusd, i32x4.dot, or scalar) and one shared rounding step: the
-// same bits on every ISA that uses it, within the fp32 kernels' error bound for heads of 8 and more.
+// attnkit qk_gemm: exact integer QK for int8/int4 caches. Each fp32 query row is rounded to 2^-23 of its largest
+// element and split as 2^-e (256 hi + lo), hi int16 and lo a signed byte: q.k becomes two integer dot products and
+// one shared rounding step, the same bits on every ISA that uses it, within |alpha| (4u sum|q||k| + 2^-21 amax
+// sum|k|) of the exact score (derived in tests/native/kernels_qk_sv_test.cc).
 #pragma once
 #include <algorithm>
 #include <cmath>
