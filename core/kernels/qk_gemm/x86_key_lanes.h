@@ -328,24 +328,31 @@ __attribute__((noinline)) void lane_rows(size_t N, size_t H, const LaneQuery& q,
   }
 }
 
+// The limbs of elements [0, n) as the three signed bytes vpdpbusd multiplies (struct LaneQuery): d[0] and d[1] with
+// hi = 256 d0 + d1, d[2] = lo. Each row of d takes n rounded up to 32 bytes, zero past n. Unaligned stores: the rows
+// need not start on a 32-byte boundary, and while optimized builds fold the narrowing into vpmovwb's store, which
+// takes any address, an -O0 build's vmovdqa faulted on them.
+inline void limb_bytes(const int16_t* hi, const int16_t* lo, size_t n, int8_t* const d[3]) {
+  const auto store = [](__m512i x, int8_t* a) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a), _mm512_cvtepi16_epi8(x));
+  };
+  for (size_t e = 0; e < n; e += 32) {
+    const __mmask32 m = n - e >= 32 ? ~__mmask32{0} : (__mmask32{1} << (n - e)) - 1;
+    const __m512i h = _mm512_maskz_loadu_epi16(m, hi + e);
+    const __m512i low = _mm512_srai_epi16(_mm512_slli_epi16(h, 8), 8);  // hi's low byte, signed
+    store(_mm512_srai_epi16(_mm512_sub_epi16(h, low), 8), d[0] + e);
+    store(low, d[1] + e);
+    store(_mm512_maskz_loadu_epi16(m, lo + e), d[2] + e);
+  }
+}
+
 // Row i of mb: its limbs (int4: even elements at [0, H/2), odd ones from H/2 on; int8: in order) into the
 // column-major digits.
 template <bool kS4>
 inline void pack_lane_digits(const int16_t* hi, const int16_t* lo, size_t H, int i, int mb, int32_t* digits) {
   alignas(64) int8_t d[3][kLimbMaxH + 32];
-  // Unaligned stores: rows after d[0] start 24 bytes off a 32-byte boundary. Optimized builds fold the narrowing
-  // into vpmovwb's store, which takes any address; an -O0 build's vmovdqa faulted on them.
-  const auto store = [](__m512i x, int8_t* a, size_t e) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + e), _mm512_cvtepi16_epi8(x));
-  };
-  for (size_t e = 0; e < H; e += 32) {
-    const __mmask32 m = H - e >= 32 ? ~__mmask32{0} : (__mmask32{1} << (H - e)) - 1;
-    const __m512i h = _mm512_maskz_loadu_epi16(m, hi + e);
-    const __m512i low = _mm512_srai_epi16(_mm512_slli_epi16(h, 8), 8);  // hi's low byte, signed
-    store(_mm512_srai_epi16(_mm512_sub_epi16(h, low), 8), d[0], e);
-    store(low, d[1], e);
-    store(_mm512_maskz_loadu_epi16(m, lo + e), d[2], e);
-  }
+  int8_t* const rows[3] = {d[0], d[1], d[2]};
+  limb_bytes(hi, lo, H, rows);
   constexpr int D = kLaneDwords<kS4> / 3;
   for (size_t c = 0; c < H / (4 * D); ++c)
     for (int k = 0; k < 3; ++k)

@@ -11,6 +11,7 @@
 
 #include "qk_gemm/limb_query.h"
 #include "qk_gemm/x86_common.h"
+#include "qk_gemm/x86_key_lanes.h"
 #include "qk_gemm/x86_traits_avx512.h"
 #include "x86_vnni.h"
 
@@ -82,7 +83,7 @@ void qk_row_digits_s8(size_t M, size_t N, size_t H, const float* Q, size_t ldq, 
   if (H > kLimbMaxH) return kFallback(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
   const size_t padded = (H + kRowDigitStep - 1) / kRowDigitStep * kRowDigitStep;
   constexpr size_t kRowBytes = (kLimbMaxH + 2 * kRowDigitStep - 1) / kRowDigitStep * kRowDigitStep;
-  alignas(64) int16_t limbs[2][kRowBytes];  // every row on a 64-byte boundary
+  alignas(64) int16_t limbs[2][kRowBytes];
   alignas(64) int8_t digits[3][kRowBytes];
   for (size_t i = 0; i < M; ++i) {
     const float* row = Q + i * ldq;
@@ -91,15 +92,8 @@ void qk_row_digits_s8(size_t M, size_t N, size_t H, const float* Q, size_t ldq, 
       kFallback(1, N, H, row, ldq, K, ldk, alpha, C + i * ldc, ldc);
       continue;
     }
-    for (size_t e = 0; e < padded; e += 32) {
-      const __m512i h = _mm512_loadu_si512(limbs[0] + e);
-      const __m512i low = _mm512_srai_epi16(_mm512_slli_epi16(h, 8), 8);  // hi's low byte, signed
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(digits[0] + e),
-                         _mm512_cvtepi16_epi8(_mm512_srai_epi16(_mm512_sub_epi16(h, low), 8)));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(digits[1] + e), _mm512_cvtepi16_epi8(low));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(digits[2] + e),
-                         _mm512_cvtepi16_epi8(_mm512_loadu_si512(limbs[1] + e)));
-    }
+    int8_t* const rows[3] = {digits[0], digits[1], digits[2]};
+    limb_bytes(limbs[0], limbs[1], padded, rows);
     const RowDigits q{{digits[0], digits[1], digits[2]}, limb.factor, 128u * static_cast<uint32_t>(limb.sum_hi),
                       128u * static_cast<uint32_t>(limb.sum_lo)};
     row_digit_keys(N, H, q, static_cast<const uint8_t*>(K), ldk, C + i * ldc);
