@@ -350,6 +350,31 @@ inline void sv_tile_s4(size_t N, const float* P, size_t ldp, const uint8_t* V, s
     }
 }
 
+// s4, MB <= I::kNibbleRowMaxRows rows over the 64-byte chunk at b0 of every row (128 columns): one load per row and
+// nibble-major accumulators (I::nibbles_by_position), put back in element order once at the end. Every output is the
+// same FMA chain over the keys as in sv_tile_s4, so the bits are the same.
+template <class I, int MB>
+inline void sv_tile_s4_rows(size_t N, const float* P, size_t ldp, const uint8_t* V, size_t ldv, size_t b0, float* O,
+                            size_t ldo, bool accumulate, size_t rows_ahead) {
+  using Vec = typename I::V;
+  Vec acc[MB][8];
+  for (int i = 0; i < MB; ++i) {
+    if (accumulate) I::nibble_major_load(O + i * ldo + 2 * b0, acc[i]);
+    else for (int k = 0; k < 8; ++k) acc[i][k] = I::zero();
+  }
+  for (size_t j = 0; j < N; ++j) {
+    const uint8_t* row = V + j * ldv;
+    if (rows_ahead && j + rows_ahead < N) prefetch_lines(row + rows_ahead * ldv, ldv);
+    Vec v[8];
+    I::nibbles_by_position(row + b0, v);
+    ATTNKIT_UNROLL for (int i = 0; i < MB; ++i) {
+      const Vec p = I::set1(P[i * ldp + j]);
+      ATTNKIT_UNROLL for (int k = 0; k < 8; ++k) acc[i][k] = I::fmadd(p, v[k], acc[i][k]);
+    }
+  }
+  for (int i = 0; i < MB; ++i) I::nibble_major_store(O + i * ldo + 2 * b0, acc[i]);
+}
+
 // The whole vectors left after the widest tiles, as one tile of that width (CB - 1 at most): at H = 96 the fp32 and
 // int8 tiles of 8 vectors leave 6, and int4's of 4 byte vectors leave 3, which as tiles of one vector each walked
 // the keys 6 (3) times with two or one FMA chains per row, too few to cover the FMA latency.
@@ -379,6 +404,9 @@ void sv_rows(size_t N, size_t H, const float* P, size_t ldp, const uint8_t* V, s
     // ahead, as the streamed SV does. Through DRAM, T=4096: N=16 two threads 181-196 -> 154-177 us; N=32 (two tiles
     // a row) one thread 571-651 -> 535-568. Narrower AVX2 tiles went both ways (4 rows, one thread, 10% slower).
     const size_t ahead = sv_streams(MB, N, ldv) && 2 * CB4 * I::W >= bytes ? stream_prefetch_rows(ldv) : 0;
+    if constexpr (MB <= I::kNibbleRowMaxRows)
+      for (; b + 64 <= bytes; b += 64)
+        sv_tile_s4_rows<I, MB>(N, P, ldp, V, ldv, b, O, ldo, accumulate, b == 0 ? ahead : 0);
     for (; b + CB4 * I::W <= bytes; b += CB4 * I::W)
       sv_tile_s4<I, MB, CB4, true>(N, P, ldp, V, ldv, b, bytes, O, ldo, accumulate, b == 0 ? ahead : 0);
     if (const int rest = static_cast<int>((bytes - b) / I::W); rest > 0) {

@@ -54,6 +54,7 @@ struct Avx2 {
     return _mm256_cvtepu8_epi32(b);
   }
   static constexpr int kNibbleTableMaxRows = 0;  // vpermps ymm indexes 8 entries, not 16 (avx512's nib_lo_table)
+  static constexpr int kNibbleRowMaxRows = 0;    // nor avx512's nibbles_by_position
   static V nib_lo(Vi x) {
     return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(x, _mm256_set1_epi32(15)), _mm256_set1_epi32(8)));
   }

@@ -80,11 +80,94 @@ struct Avx512 {
   }
   // The same low nibble - 8 in one instruction: vpermps reads only the low 4 bits of each index, so a 16-entry table
   // maps the zero-extended byte at once. For the SV of one or two rows (decode steps), which convert each V row for
-  // few FMAs; with more rows the permutes, on a pipe the FMAs use, cost more than they save. BM_SVGemm s4, 2048
+  // few FMAs, over what is left of a row after its whole 64-byte chunks (nibbles_by_position, below); with more rows
+  // the permutes, on a pipe the FMAs use, cost more than they save. BM_SVGemm s4, 2048
   // keys, H=128: 1 row 4.46-4.50 -> 3.98-4.10 us, 2 rows 5.93-5.97 -> 5.55-5.63; 4 rows 9.18-9.28 -> 9.70-9.82.
   static constexpr int kNibbleTableMaxRows = 2;
   static V nib_lo_table(Vi x) {
     return _mm512_permutexvar_ps(x, _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  // One or two SV rows over whole 64-byte int4 chunks (decode steps): one load, then nibble k of every dword (the
+  // elements 8 l + k of the chunk, l = lane) by a shift and the same table, 15 instructions for 128 elements where
+  // nib_bytes, nib_lo_table and nib_hi take 16 and four loads (the widening ones on the FMA pipes). The accumulators
+  // are then nibble-major (nibble_major_load / _store). BM_SVGemm s4, H = 128, pinned, 8 alternating rounds, fastest:
+  // 1 row 3.99 -> 3.53 us (2048 keys), 0.99 -> 0.90 (512); 2 rows 5.48 -> 5.05, 1.32 -> 1.27 (the transposes at
+  // the call's ends weigh on short ones). 2048-key blocks from DRAM, 2 rows: 6.51 -> 6.15 us.
+  static constexpr int kNibbleRowMaxRows = 2;
+  static void nibbles_by_position(const uint8_t* p, V (&v)[8]) {
+    const Vi x = _mm512_loadu_si512(p);
+    const V table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+    v[0] = _mm512_permutexvar_ps(x, table);
+    v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), table);
+    v[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 8), table);
+    v[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 12), table);
+    v[4] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 16), table);
+    v[5] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 20), table);
+    v[6] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 24), table);
+    v[7] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 28), table);
+  }
+  // 128 floats in element order <-> nibble-major a[k] (lane l = element 8 l + k): three rounds of two-source
+  // permutes that interleave 1, 2 and then 4 floats of vector pairs (an 8 x 16 transpose), or undo them in reverse.
+  // Interleaving `unit` floats at a time: lo takes the units of the low halves of a and b in turn, hi of the high.
+  template <int kUnit>
+  static __m512i interleave_index(bool high) {
+    alignas(64) int32_t idx[16];
+    for (int i = 0; i < 16; ++i) {
+      const int unit = i / kUnit, within = i % kUnit, source = unit % 2;
+      idx[i] = source * 16 + (high ? 8 : 0) + (unit / 2) * kUnit + within;
+    }
+    return _mm512_load_si512(idx);
+  }
+  // Its inverse: the units at even (first) or odd (second) places of lo, then of hi.
+  template <int kUnit>
+  static __m512i deinterleave_index(bool second) {
+    alignas(64) int32_t idx[16];
+    for (int i = 0; i < 16; ++i) {
+      const int unit = i / kUnit, within = i % kUnit, half = unit / (8 / kUnit);
+      idx[i] = half * 16 + (2 * (unit % (8 / kUnit)) + (second ? 1 : 0)) * kUnit + within;
+    }
+    return _mm512_load_si512(idx);
+  }
+  static void nibble_major_store(float* p, const V (&a)[8]) {
+    V l[4], h[4], g[8];
+    const __m512i lo1 = interleave_index<1>(false), hi1 = interleave_index<1>(true);
+    const __m512i lo2 = interleave_index<2>(false), hi2 = interleave_index<2>(true);
+    const __m512i lo4 = interleave_index<4>(false), hi4 = interleave_index<4>(true);
+    for (int q = 0; q < 4; ++q) {  // lanes 0-7 and 8-15 of a[2q], a[2q + 1]
+      l[q] = _mm512_permutex2var_ps(a[2 * q], lo1, a[2 * q + 1]);
+      h[q] = _mm512_permutex2var_ps(a[2 * q], hi1, a[2 * q + 1]);
+    }
+    for (int t = 0; t < 2; ++t) {  // g[2 s + t]: lanes 4s..4s+3 of a[4t..4t+3]
+      g[t] = _mm512_permutex2var_ps(l[2 * t], lo2, l[2 * t + 1]);
+      g[2 + t] = _mm512_permutex2var_ps(l[2 * t], hi2, l[2 * t + 1]);
+      g[4 + t] = _mm512_permutex2var_ps(h[2 * t], lo2, h[2 * t + 1]);
+      g[6 + t] = _mm512_permutex2var_ps(h[2 * t], hi2, h[2 * t + 1]);
+    }
+    for (int s = 0; s < 4; ++s) {  // elements 32 s .. 32 s + 31
+      _mm512_storeu_ps(p + 32 * s, _mm512_permutex2var_ps(g[2 * s], lo4, g[2 * s + 1]));
+      _mm512_storeu_ps(p + 32 * s + 16, _mm512_permutex2var_ps(g[2 * s], hi4, g[2 * s + 1]));
+    }
+  }
+  static void nibble_major_load(const float* p, V (&a)[8]) {
+    V l[4], h[4], g[8];
+    const __m512i a1 = deinterleave_index<1>(false), b1 = deinterleave_index<1>(true);
+    const __m512i a2 = deinterleave_index<2>(false), b2 = deinterleave_index<2>(true);
+    const __m512i a4 = deinterleave_index<4>(false), b4 = deinterleave_index<4>(true);
+    for (int s = 0; s < 4; ++s) {
+      const V lo = _mm512_loadu_ps(p + 32 * s), hi = _mm512_loadu_ps(p + 32 * s + 16);
+      g[2 * s] = _mm512_permutex2var_ps(lo, a4, hi);
+      g[2 * s + 1] = _mm512_permutex2var_ps(lo, b4, hi);
+    }
+    for (int t = 0; t < 2; ++t) {
+      l[2 * t] = _mm512_permutex2var_ps(g[t], a2, g[2 + t]);
+      l[2 * t + 1] = _mm512_permutex2var_ps(g[t], b2, g[2 + t]);
+      h[2 * t] = _mm512_permutex2var_ps(g[4 + t], a2, g[6 + t]);
+      h[2 * t + 1] = _mm512_permutex2var_ps(g[4 + t], b2, g[6 + t]);
+    }
+    for (int q = 0; q < 4; ++q) {
+      a[2 * q] = _mm512_permutex2var_ps(l[q], a1, h[q]);
+      a[2 * q + 1] = _mm512_permutex2var_ps(l[q], b1, h[q]);
+    }
   }
   static void deinterleave(const float* p, size_t n, V& ev, V& od) {
     const V a = n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
