@@ -62,36 +62,61 @@ void set_counters(benchmark::State& state, double flops, double bytes) {
                                               benchmark::Counter::kIs1000);
 }
 
-// Arguments: M, N, H. The cache block is hot in L1/L2, as in the flash loop.
-void BM_QKGemm(benchmark::State& state, const KernelTable* t, CacheElem e, bool approx) {
+// The cache blocks a QK or SV row reads: one, hot in L1/L2 as in the flash loop, or (from_dram) enough copies of it
+// to pass L3 several times over, one per iteration in turn, as a decode step meets each layer's cache.
+struct CacheBlocks {
+  TensorBytes bytes;
+  size_t block = 0, count = 1;
+  CacheBlocks(CacheElem e, size_t N, size_t H, bool from_dram) : bytes(random_cache(e, N, H)), block(bytes.size()) {
+    if (!from_dram) return;
+    count = (size_t{192} << 20) / block + 1;
+    TensorBytes all(count * block);
+    for (size_t b = 0; b < count; ++b) std::memcpy(all.data() + b * block, bytes.data(), block);
+    bytes.swap(all);
+  }
+  const uint8_t* at(size_t iteration) const { return bytes.data() + iteration % count * block; }
+};
+
+// From DRAM, the same thread's plain read of 256 MiB measured right after (kernels that overlap their reads with
+// their arithmetic run at its rate).
+void set_read_counter(benchmark::State& state, bool from_dram) {
+  if (from_dram) state.counters["read_GBs"] = bench::measured_read_bandwidth_gbs(size_t{256} << 20, 1);
+}
+
+// Arguments: M, N, H.
+void BM_QKGemm(benchmark::State& state, const KernelTable* t, CacheElem e, bool approx, bool from_dram) {
   const size_t M = state.range(0), N = state.range(1), H = state.range(2);
-  const TensorBytes K = random_cache(e, N, H);
+  const CacheBlocks K(e, N, H, from_dram);
   const std::vector<float> Q = random_floats(M * H);
   std::vector<float> C(M * N);
   const QkGemmFn fn = approx ? t->qk.s8_approx_vnni : pick<QkGemmFn>(t->qk, e);
   const size_t ldk = ref::cache_row_bytes(e, H);
+  size_t iteration = 0;
   for (auto _ : state) {
-    fn(M, N, H, Q.data(), H, K.data(), ldk, 0.088f, C.data(), N);
+    fn(M, N, H, Q.data(), H, K.at(iteration++), ldk, 0.088f, C.data(), N);
     benchmark::DoNotOptimize(C.data());
     benchmark::ClobberMemory();
   }
-  set_counters(state, 2.0 * M * N * H, static_cast<double>(K.size()));
+  set_counters(state, 2.0 * M * N * H, static_cast<double>(K.block));
+  set_read_counter(state, from_dram);
 }
 
-void BM_SVGemm(benchmark::State& state, const KernelTable* t, CacheElem e) {
+void BM_SVGemm(benchmark::State& state, const KernelTable* t, CacheElem e, bool from_dram) {
   const size_t M = state.range(0), N = state.range(1), H = state.range(2);
-  const TensorBytes V = random_cache(e, N, H);
+  const CacheBlocks V(e, N, H, from_dram);
   const std::vector<float> P = random_floats(M * N);
   std::vector<float> O(M * H);
   const SvGemmFn fns[] = {t->sv.f32, t->sv.f16, t->sv.bf16, t->sv.s8, t->sv.s4};
   const SvGemmFn fn = fns[static_cast<int>(e)];
   const size_t ldv = ref::cache_row_bytes(e, H);
+  size_t iteration = 0;
   for (auto _ : state) {
-    fn(M, N, H, P.data(), N, V.data(), ldv, O.data(), H, false);
+    fn(M, N, H, P.data(), N, V.at(iteration++), ldv, O.data(), H, false);
     benchmark::DoNotOptimize(O.data());
     benchmark::ClobberMemory();
   }
-  set_counters(state, 2.0 * M * N * H, static_cast<double>(V.size()));
+  set_counters(state, 2.0 * M * N * H, static_cast<double>(V.block));
+  set_read_counter(state, from_dram);
 }
 
 // Prefill QK block: pack once outside the loop (amortized over query blocks in the flash path).
@@ -148,8 +173,8 @@ int register_all() {
     const KernelTable* t = kernel_table_for(isa);
     for (CacheElem e : kElems) {
       const std::string tag = isa + "/" + ref::cache_elem_name(e);
-      auto* qk = benchmark::RegisterBenchmark(("BM_QKGemm/" + tag).c_str(), BM_QKGemm, t, e, false);
-      auto* sv = benchmark::RegisterBenchmark(("BM_SVGemm/" + tag).c_str(), BM_SVGemm, t, e);
+      auto* qk = benchmark::RegisterBenchmark(("BM_QKGemm/" + tag).c_str(), BM_QKGemm, t, e, false, false);
+      auto* sv = benchmark::RegisterBenchmark(("BM_SVGemm/" + tag).c_str(), BM_SVGemm, t, e, false);
       for (auto* b : {qk, sv}) {
         b->ArgNames({"M", "N", "K"});
         for (int64_t n : {512, 2048})
@@ -162,7 +187,7 @@ int register_all() {
     }
     if (t->qk.s8_approx_vnni)
       benchmark::RegisterBenchmark(("BM_QKGemm/" + isa + "/s8_approx_vnni").c_str(), BM_QKGemm, t,
-                                   CacheElem::kS8, true)
+                                   CacheElem::kS8, true, false)
           ->ArgNames({"M", "N", "K"})
           ->Args({1, 512, 128})
           ->Args({1, 2048, 128});
@@ -173,6 +198,17 @@ int register_all() {
     benchmark::RegisterBenchmark(("BM_QKPack/" + isa + "/s8").c_str(), BM_QKPack, t)
         ->ArgNames({"M", "N", "K"})
         ->Args({64, 256, 128});
+  }
+  // A decode step's blocks from DRAM, on the table attnkit picks: two query rows per KV head, 2048 keys.
+  const KernelTable* chosen = &kernel_table();
+  for (CacheElem e : {CacheElem::kS8, CacheElem::kS4}) {
+    const std::string tag = std::string(chosen->isa) + "/" + ref::cache_elem_name(e);
+    benchmark::RegisterBenchmark(("BM_QKGemmFromDram/" + tag).c_str(), BM_QKGemm, chosen, e, false, true)
+        ->ArgNames({"M", "N", "K"})
+        ->Args({2, 2048, 128});
+    benchmark::RegisterBenchmark(("BM_SVGemmFromDram/" + tag).c_str(), BM_SVGemm, chosen, e, true)
+        ->ArgNames({"M", "N", "K"})
+        ->Args({2, 2048, 128});
   }
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512f")) benchmark::RegisterBenchmark("BM_FmaPeak/avx512", BM_FmaPeak_AVX512);
