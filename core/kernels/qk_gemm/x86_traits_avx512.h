@@ -111,22 +111,22 @@ struct Avx512 {
   // Interleaving `unit` floats at a time: lo takes the units of the low halves of a and b in turn, hi of the high.
   template <int kUnit>
   static __m512i interleave_index(bool high) {
-    alignas(64) int32_t idx[16];
+    int32_t idx[16];
     for (int i = 0; i < 16; ++i) {
       const int unit = i / kUnit, within = i % kUnit, source = unit % 2;
       idx[i] = source * 16 + (high ? 8 : 0) + (unit / 2) * kUnit + within;
     }
-    return _mm512_load_si512(idx);
+    return _mm512_loadu_si512(idx);
   }
   // Its inverse: the units at even (first) or odd (second) places of lo, then of hi.
   template <int kUnit>
   static __m512i deinterleave_index(bool second) {
-    alignas(64) int32_t idx[16];
+    int32_t idx[16];
     for (int i = 0; i < 16; ++i) {
       const int unit = i / kUnit, within = i % kUnit, half = unit / (8 / kUnit);
       idx[i] = half * 16 + (2 * (unit % (8 / kUnit)) + (second ? 1 : 0)) * kUnit + within;
     }
-    return _mm512_load_si512(idx);
+    return _mm512_loadu_si512(idx);
   }
   static void nibble_major_store(float* p, const V (&a)[8]) {
     V l[4], h[4], g[8];
@@ -174,15 +174,12 @@ struct Avx512 {
     const V b = n >= 32 ? _mm512_loadu_ps(p + 16)
                         : (n > 16 ? _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << (n - 16)) - 1), p + 16)
                                   : _mm512_setzero_ps());
-    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    ev = _mm512_permutex2var_ps(a, ie, b);
-    od = _mm512_permutex2var_ps(a, io, b);
+    ev = _mm512_permutex2var_ps(a, deinterleave_index<1>(false), b);
+    od = _mm512_permutex2var_ps(a, deinterleave_index<1>(true), b);
   }
   static void interleave_store(float* p, size_t n, V ev, V od) {
-    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    const V a = _mm512_permutex2var_ps(ev, lo, od), b = _mm512_permutex2var_ps(ev, hi, od);
+    const V a = _mm512_permutex2var_ps(ev, interleave_index<1>(false), od);
+    const V b = _mm512_permutex2var_ps(ev, interleave_index<1>(true), od);
     if (n >= 16) _mm512_storeu_ps(p, a); else storeu_n(p, a, n);
     if (n >= 32) _mm512_storeu_ps(p + 16, b); else if (n > 16) storeu_n(p + 16, b, n - 16);
   }
