@@ -24,7 +24,7 @@ json() { echo "--benchmark_out=$out/$1.json --benchmark_out_format=json"; }
 
 echo "== kernels (Google Benchmark)"
 build/native/bench/kernels_bench --benchmark_min_time=$min_time $(json kernels) \
-  --benchmark_filter='FmaPeak|ReadBandwidth|QKGemm/.*/(f32|s8|s4|s8_approx_vnni)/M:1/N:512/K:128|SVGemm/.*/(f32|s8|s4)/M:1/N:512/K:128|QKPacked'
+  --benchmark_filter='FmaPeak|ReadBandwidth|QKGemm/.*/(f32|s8|s4|s8_approx_vnni)/M:1/N:512/K:128|SVGemm/.*/(f32|s8|s4)/M:1/N:512/K:128|QKPacked|FromDram'
 echo "== GroupQueryAttention (Google Benchmark)"
 gqa_filter='host_limits|Prefill/T:(512|2048)/|Prefill/T:4096/cache:0/threads:1/|Decode_16x8/T:4096/|FlashDecoding'
 [ -n "$quick" ] && gqa_filter='host_limits|Prefill/T:512/cache:0/|Decode_16x8/T:4096/cache:(0|1)/'
