@@ -1,5 +1,5 @@
-// attnkit kernel benchmarks: QK and SV GEMMs per ISA and cache dtype (GFLOP/s and GB/s counters),
-// the packed prefill GEMM, and this host's fp32 FMA peak and read bandwidth measured in the same run,
+// attnkit kernel benchmarks: QK and SV GEMMs per ISA and cache dtype (GFLOP/s and GB/s counters; a decode step's
+// blocks also from DRAM), the packed prefill GEMM, and this host's fp32 FMA peak and read bandwidth in the same run,
 // so every kernel number can be read as a fraction of what the machine does.
 #include <benchmark/benchmark.h>
 
