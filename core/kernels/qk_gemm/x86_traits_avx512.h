@@ -106,9 +106,7 @@ struct Avx512 {
     v[6] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 24), table);
     v[7] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 28), table);
   }
-  // 128 floats in element order <-> nibble-major a[k] (lane l = element 8 l + k): three rounds of two-source
-  // permutes that interleave 1, 2 and then 4 floats of vector pairs (an 8 x 16 transpose), or undo them in reverse.
-  // Interleaving `unit` floats at a time: lo takes the units of the low halves of a and b in turn, hi of the high.
+  // Interleaving kUnit floats at a time: lo takes the units of the low halves of a and b in turn, hi of the high.
   template <int kUnit>
   static __m512i interleave_index(bool high) {
     int32_t idx[16];
@@ -128,6 +126,8 @@ struct Avx512 {
     }
     return _mm512_loadu_si512(idx);
   }
+  // 128 floats in element order <-> nibble-major a[k] (lane l = element 8 l + k): three rounds of two-source
+  // permutes that interleave 1, 2 and then 4 floats of vector pairs (an 8 x 16 transpose), or undo them in reverse.
   static void nibble_major_store(float* p, const V (&a)[8]) {
     V l[4], h[4], g[8];
     const __m512i lo1 = interleave_index<1>(false), hi1 = interleave_index<1>(true);
