@@ -84,9 +84,8 @@ struct Avx512 {
   // the permutes, on a pipe the FMAs use, cost more than they save. BM_SVGemm s4, 2048
   // keys, H=128: 1 row 4.46-4.50 -> 3.98-4.10 us, 2 rows 5.93-5.97 -> 5.55-5.63; 4 rows 9.18-9.28 -> 9.70-9.82.
   static constexpr int kNibbleTableMaxRows = 2;
-  static V nib_lo_table(Vi x) {
-    return _mm512_permutexvar_ps(x, _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7));
-  }
+  static V nibble_values() { return _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7); }
+  static V nib_lo_table(Vi x) { return _mm512_permutexvar_ps(x, nibble_values()); }
   // One or two SV rows over whole 64-byte int4 chunks (decode steps): one load, then nibble k of every dword (the
   // elements 8 l + k of the chunk, l = lane) by a shift and the same table, 15 instructions for 128 elements where
   // nib_bytes, nib_lo_table and nib_hi take 16 and four loads (the widening ones on the FMA pipes). The accumulators
@@ -96,7 +95,7 @@ struct Avx512 {
   static constexpr int kNibbleRowMaxRows = 2;
   static void nibbles_by_position(const uint8_t* p, V (&v)[8]) {
     const Vi x = _mm512_loadu_si512(p);
-    const V table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+    const V table = nibble_values();
     v[0] = _mm512_permutexvar_ps(x, table);
     v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), table);
     v[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 8), table);
