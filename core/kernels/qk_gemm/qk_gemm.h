@@ -45,6 +45,10 @@ struct QkGemmKernels {
   // The f16 kernels themselves where the ISA converts every pattern at the same cost.
   QkGemmFn f16_finite;
   QkPackFn pack_f16_finite;
+  // From this many query rows on, a tile scores an int8/int4 cache by pack_s8/pack_s4 and packed instead of s8/s4:
+  // packing a block costs what 16-32 rows of fp32 products do, so it pays only beyond the rows where the direct
+  // kernel keeps pace (measured per table: dispatch.cc).
+  int quantized_packed_min_rows = 12;
 };
 
 }  // namespace attnkit

@@ -2,7 +2,7 @@
 // are transposed so that each 32-bit lane holds one key's 4 bytes of a column; the limbs are three signed bytes
 // (hi = 256 a + b, lo) that vpdpbusd multiplies with the unsigned cache bytes (int4: the nibbles; int8: the
 // bytes + 128), broadcast from memory. No per-key reduction is left, and the sums are the limb sums
-// of every other ISA: the same bits. One or two rows (decode) take 32-key tiles transposed one tile ahead.
+// of every other ISA: the same bits. One to three rows (decode) take 32-key tiles transposed one tile ahead.
 #pragma once
 #include <immintrin.h>
 
@@ -149,7 +149,7 @@ inline void lane_tile(size_t H, const LaneQuery& q, const uint8_t* K, size_t ldk
   lane_store(s, q, c, 0, static_cast<__mmask16>((1u << kn) - 1));
 }
 
-// ---- Two rows or one (a decode step): 32-key tiles, transposed one tile ahead ----
+// ---- One to three rows (a decode step): 32-key tiles, transposed one tile ahead ----
 // On Zen 5 this core issues two zmm loads a cycle, broadcasts included, and two vpdpbusd; vpunpck* run beside them
 // for free and vshufi32x4 nearly so. The 16-key tile above loads one digit per vpdpbusd plus the K rows (with
 // four digits, 18 loads for 16 multiply-adds a key), and its transposes share the window with them: 12.8 cycles
@@ -162,8 +162,15 @@ inline void lane_tile(size_t H, const LaneQuery& q, const uint8_t* K, size_t ldk
 // Three digits where there were four (limb_query.h's 23-bit query), side by side at N=2048: int8 8.46 -> 5.73 us,
 // int4 6.89 -> 5.00; decode T=512 in place, one thread, 44 -> 38 us (int8) and 44 -> 34 (int4). At T=4096, where
 // the cache comes from L3 or DRAM, the steps did not change.
+// Three rows keep their 18 sums in registers beside the transposes; four would not, so wider groups take passes of
+// up to three rows (4 as 2 + 2), each over K from L1/L2 again. Against one pass of lane_tile's rows, BM_QKGemm avx512
+// H=128, 2048 keys, 3 alternating rounds: int4 3 rows 8.2-9.2 -> 6.2-6.7 us, 4 rows 9.9-12.5 -> 8.5-9.2, 5 rows
+// 12.7-15.6 -> 10.4-10.8; int8 3 rows 8.9-9.6 -> 7.7-8.6, 4 rows 10.9-11.9 -> 9.5-10.4. Decode T=4096 in place, one
+// thread: N=32/Nk=8 int4 351-428 -> 335-347 us, int8 383-482 -> 368-390; N=64/Nk=8 int4 668-956 -> 636-664.
+constexpr int kPipeMaxRows = 3;
 constexpr size_t kPipeKeys = 32;
 constexpr size_t kPipeMaxBytes = 256;  // K bytes per row: int8 H <= 256, int4 H <= 512
+constexpr bool lane_pipe_fits(size_t bytes) { return bytes % kLaneChunk == 0 && bytes <= kPipeMaxBytes; }
 
 using LaneColumns = uint32_t[2][kPipeMaxBytes / 4][16];  // a tile's transposed K: [half][column][key]
 
@@ -278,13 +285,14 @@ __attribute__((always_inline)) inline void lane_pipe_tile(size_t ncols, size_t n
   }
 }
 
-// Keys [0, 32 * tiles) of lane_rows for MB <= 2 where whole 64-byte chunks cover the row; returns how many it did.
+// Keys [0, 32 * tiles) of lane_rows for MB <= kPipeMaxRows where whole 64-byte chunks cover the row; returns how
+// many it did.
 template <bool kS4, int MB>
 __attribute__((noinline)) size_t lane_rows_pipelined(size_t N, size_t H, const LaneQuery& q, const uint8_t* K,
                                                      size_t ldk, float* const* c, size_t ahead) {
   const size_t bytes = kS4 ? H / 2 : H;
   const size_t tiles = N / kPipeKeys;
-  if (bytes % kLaneChunk != 0 || bytes > kPipeMaxBytes || tiles == 0) return 0;
+  if (!lane_pipe_fits(bytes) || tiles == 0) return 0;
   const size_t nchunks = bytes / kLaneChunk, ncols = bytes / 4;
   alignas(64) LaneColumns cols[2];  // the current tile's and the next one's, alternating
   alignas(64) __m512i U[16];        // a transpose between its two halves
@@ -318,7 +326,7 @@ __attribute__((noinline)) void lane_rows(size_t N, size_t H, const LaneQuery& q,
   float* c[MB];
   const size_t ahead = block_prefetch_rows(N, ldk);
   size_t j = 0;
-  if constexpr (MB <= 2) j = lane_rows_pipelined<kS4, MB>(N, H, q, K, ldk, c_rows, ahead);
+  if constexpr (MB <= kPipeMaxRows) j = lane_rows_pipelined<kS4, MB>(N, H, q, K, ldk, c_rows, ahead);
   for (; j < N; j += kLaneKeys) {
     const size_t kn = std::min(kLaneKeys, N - j);
     for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
@@ -368,10 +376,13 @@ void qk_key_lanes(size_t M, size_t N, size_t H, const float* Q, size_t ldq, cons
   alignas(64) int16_t limbs[kLaneMaxRows][2][kLimbMaxH];
   alignas(64) int32_t digits[kLimbMaxH / 4 * kLaneMaxRows * 3];
   const uint8_t* base = static_cast<const uint8_t*>(K);
-  // Passes of equal size (5 rows: 3 + 2, not 4 + 1): one row alone runs at half the multiply-add rate.
-  const size_t passes = (M + kLaneMaxRows - 1) / kLaneMaxRows, per_pass = (M + passes - 1) / passes;
+  // Passes as even as `most` rows allow (5 rows: 3 + 2, not 4 + 1; 7 in threes: 3 + 2 + 2): one row alone runs at
+  // half the multiply-add rate.
+  const size_t most = lane_pipe_fits(kS4 ? H / 2 : H) ? kPipeMaxRows : kLaneMaxRows;
+  const size_t passes = (M + most - 1) / most;
   size_t i = 0;
-  while (i < M) {
+  for (size_t pass = 0; i < M; ++pass) {
+    const size_t left = passes > pass ? passes - pass : 1, per_pass = std::min(most, (M - i + left - 1) / left);
     LaneQuery q{digits, {}, {}, {}};
     float* out[kLaneMaxRows];
     int mb = 0;

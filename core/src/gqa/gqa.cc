@@ -283,19 +283,18 @@ namespace {
 // - fp32 only, native: G=8 3.2 -> 1.7-1.9 ms, G=12 3.3-3.5 -> 2.35-2.4, G=16 4.1 -> 2.7-2.8, G=32 equal
 //   (0.51-0.53); wasm G=8 7.43 -> 5.58, G=16 10.7 -> 8.96. Packing a block costs what 16-32 rows of fp32 products do.
 // - wasm bf16 is as fast packed at G=8 and faster at G=16 (10.5 against 11.6 ms); f16 and bf16 pack from 8 rows.
-// - int8 and int4: since the x86 limb QK takes two rows per pass (x86_traits_avx512.h), direct beats packing up to
-//   12 rows. One 512-key block, H=128, direct against pack + packed: 8 rows AVX512-VNNI 8.7 against 13.0 us, AVX2
-//   13.7 against 17.5, wasm 28 against 44; 12 rows AVX512 13.1 against 13.2, AVX2 20.4 against 19.1; 16 rows
-//   AVX512 17.6 against 15.7. (At 8 rows they packed before: the 8-row limb tile was 1.6x slower per row.)
+// - int8 and int4: where each kernel table's direct QK stops keeping pace (QkGemmKernels::quantized_packed_min_rows):
+//   12 rows, and 24 with AVX512-VNNI's passes of three rows (dispatch.cc). One 512-key block, H=128, direct
+//   against pack + packed: 8 rows AVX512-VNNI 8.7 against 13.0 us, AVX2 13.7 against 17.5, wasm 28 against 44;
+//   12 rows AVX2 20.4 against 19.1. (At 8 rows they packed before: the 8-row limb tile was 1.6x slower per row.)
 constexpr int64_t kPackedQkMinRowsF32 = 32;
-constexpr int64_t kPackedQkMinRowsQuantized = 12;
 constexpr int64_t kPackedQkMinRows = 8;
 
 }  // namespace
 
 int64_t packed_qk_min_rows(DType cache) {
   if (cache == DType::kFloat32) return kPackedQkMinRowsF32;
-  if (cache == DType::kInt8 || cache == DType::kUInt8) return kPackedQkMinRowsQuantized;
+  if (cache == DType::kInt8 || cache == DType::kUInt8) return kernel_table().qk.quantized_packed_min_rows;
   return kPackedQkMinRows;
 }
 
