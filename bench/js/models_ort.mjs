@@ -32,6 +32,7 @@ const cases = [
   modelCase('llama8b chunk S=128 P=1024', { ...LLAMA8B, S: 128, P: 1024 }),
   // Speculative decoding: the target model checks 4 drafted tokens in one call.
   modelCase('llama8b verify S=4 T=4096', { ...LLAMA8B, S: 4, P: 4092 }),
+  modelCase('llama8b verify S=4 T=4096 int4', { ...LLAMA8B, S: 4, P: 4092, cache: 'int4' }),
   modelCase('llama8b decode B=4 T=1024', { ...LLAMA8B, B: 4, S: 1, P: 1023 }),
   modelCase('llama8b decode T=2048 fp16', { ...LLAMA8B, S: 1, P: 2047, cache: 'fp16', rotary: false }),
   modelCase('qwen3 decode T=4096 qk-norm int8', { ...QWEN3, S: 1, P: 4095, cache: 'int8' }),
