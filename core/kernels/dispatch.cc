@@ -204,10 +204,10 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
       t->qk.s4 = qk_gemm_s4_avx512vnni;
       t->quantized_qk = "exact-int16-limbs";
       // Its passes of three rows keep pace with packing longer. `attnkit bench` medians, one thread, T=4096, S new
-      // tokens (tiles of S query heads per KV head), packing from 12 rows against from 24, three rounds, ms:
+      // tokens (tiles of S rows per query head of a KV head), packing from 12 rows against from 24, 3 rounds, ms:
       // N=32/Nk=8 H=128 S=4 int4 2.64-3.44 against 1.91-2.10 (int8 level); H=96 S=3 int4 1.67-1.83 against
       // 1.27-1.87, int8 1.75-1.93 against 1.54-2.04; N=16/Nk=4 H=256 S=3 int4 2.09-4.64 against 1.51-1.62;
-      // N=14/Nk=2 H=64 S=3 int4 0.43-0.57 against 0.41-0.44. At H=128 int4 stayed ahead up to 48 rows, int8 level.
+      // N=14/Nk=2 H=64 S=3 int4 0.43-0.57 against 0.41-0.44. At H=128 int4 kept ahead or level up to 64 rows.
       t->qk.quantized_packed_min_rows = 24;
       // The approximate VNNI QK is opt-in (it quantizes the query): the driver uses it only when asked.
       t->qk.s8_approx_vnni = qk_gemm_s8_approx_avx512vnni;

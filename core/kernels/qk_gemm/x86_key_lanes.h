@@ -166,7 +166,8 @@ inline void lane_tile(size_t H, const LaneQuery& q, const uint8_t* K, size_t ldk
 // up to three rows (4 as 2 + 2), each over K from L1/L2 again. Against one pass of lane_tile's rows, BM_QKGemm avx512
 // H=128, 2048 keys, 3 alternating rounds: int4 3 rows 8.2-9.2 -> 6.2-6.7 us, 4 rows 9.9-12.5 -> 8.5-9.2, 5 rows
 // 12.7-15.6 -> 10.4-10.8; int8 3 rows 8.9-9.6 -> 7.7-8.6, 4 rows 10.9-11.9 -> 9.5-10.4. Decode T=4096 in place, one
-// thread: N=32/Nk=8 int4 351-428 -> 335-347 us, int8 383-482 -> 368-390; N=64/Nk=8 int4 668-956 -> 636-664.
+// thread, medians of 4 rounds: N=32/Nk=8 int4 357 -> 341 us, int8 422 -> 410; N=64/Nk=8 int4 715 -> 649, int8 835 ->
+// 778.
 constexpr int kPipeMaxRows = 3;
 constexpr size_t kPipeKeys = 32;
 constexpr size_t kPipeMaxBytes = 256;  // K bytes per row: int8 H <= 256, int4 H <= 512
