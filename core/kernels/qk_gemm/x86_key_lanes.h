@@ -380,10 +380,9 @@ void qk_key_lanes(size_t M, size_t N, size_t H, const float* Q, size_t ldq, cons
   // Passes as even as `most` rows allow (5 rows: 3 + 2, not 4 + 1; 7 in threes: 3 + 2 + 2): one row alone runs at
   // half the multiply-add rate.
   const size_t most = lane_pipe_fits(kS4 ? H / 2 : H) ? kPipeMaxRows : kLaneMaxRows;
-  const size_t passes = (M + most - 1) / most;
   size_t i = 0;
-  for (size_t pass = 0; i < M; ++pass) {
-    const size_t left = passes > pass ? passes - pass : 1, per_pass = std::min(most, (M - i + left - 1) / left);
+  while (i < M) {
+    const size_t rest = M - i, passes = (rest + most - 1) / most, per_pass = (rest + passes - 1) / passes;
     LaneQuery q{digits, {}, {}, {}};
     float* out[kLaneMaxRows];
     int mb = 0;
