@@ -42,6 +42,10 @@ if suite "aarch64 cross-build (build/aarch64)" bash scripts/build-aarch64.sh; th
   # qemu runs a process on about one core; the build split the suite into shards, one per core at a time.
   suite "aarch64 GoogleTest under qemu (ctest, build/aarch64)" \
     ctest --test-dir build/aarch64 --output-on-failure -V -j "$(nproc)"
+  # -cpu max has the dot-product extension; a core without it (Cortex-A72) takes the fp32-conversion QK for
+  # int8/int4 and the widening projection, which only these two families' tests tell apart.
+  suite "aarch64 QK and projection kernels under qemu without sdot (-cpu cortex-a72)" env ATTNKIT_TEST_ISAS=neon \
+    qemu-aarch64 -cpu cortex-a72 build/aarch64/tests/native/attnkit_tests --gtest_filter='KernelQkGemm.*:GemmU8X8*'
   # x86 tests the NEON table through SIMDe; it must compute what ARM computes.
   suite "aarch64 CLI under qemu: the corpus on the NEON table, x86's bits" \
     bash scripts/corpus-bits.sh aarch64 neon qemu-aarch64 -cpu max build/aarch64/attnkit

@@ -54,6 +54,10 @@ void qk_gemm_s8_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t 
                            size_t ldk, float alpha, float* C, size_t ldc);
 void qk_gemm_s4_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
                            size_t ldk, float alpha, float* C, size_t ldc);
+void qk_gemm_s8_neon_dotprod(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
+                             size_t ldk, float alpha, float* C, size_t ldc);
+void qk_gemm_s4_neon_dotprod(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
+                             size_t ldk, float alpha, float* C, size_t ldc);
 
 namespace {
 
@@ -181,9 +185,9 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
   const CpuFeatures& f = cpu();
   (void)f;
   ATTNKIT_FILL(scalar, kGemmU8X8_scalar);
-  // Without a fused int16 multiply-accumulate that outruns fp32 FMA (VNNI, wasm's i32x4.dot), the limbs
-  // cost twice the fp32 kernel's work at two query rows: AVX2, NEON, and AVX512 unless VNNI replaces
-  // them below keep the fp32 conversion kernels for int8/int4.
+  // Without a fused integer multiply-accumulate that outruns fp32 FMA (VNNI, sdot, wasm's i32x4.dot), the limbs
+  // cost twice the fp32 kernel's work at two query rows: AVX2, and AVX512 and NEON unless VNNI or sdot replaces
+  // them below, keep the fp32 conversion kernels for int8/int4.
   t->quantized_qk = isa == "scalar" || isa == "wasm128" ? "exact-int16-limbs" : "fp32-conversion";
 #if defined(ATTNKIT_HAVE_QK_GEMM_AVX2)
   if (isa == "avx2") {
@@ -217,9 +221,20 @@ std::unique_ptr<KernelTable> build_table(const std::string& isa) {
 #if defined(ATTNKIT_HAVE_QK_GEMM_NEON)
   if (isa == "neon") {
 #if defined(__aarch64__)
-    ATTNKIT_FILL(neon, f.dotprod ? kGemmU8X8_neon_dotprod : kGemmU8X8_neon);
+    const bool sdot = f.dotprod;
 #else
-    ATTNKIT_FILL(neon, kGemmU8X8_neon_dotprod);  // SIMDe emulates sdot on any host
+    const bool sdot = true;  // SIMDe emulates sdot on any host
+#endif
+    ATTNKIT_FILL(neon, sdot ? kGemmU8X8_neon_dotprod : kGemmU8X8_neon);
+#if defined(ATTNKIT_HAVE_QK_GEMM_NEON_DOTPROD)
+    if (sdot) {
+      // The exact integer limb QK through sdot, bit-identical to scalar, VNNI and wasm. Inner loops of the aarch64
+      // build at two query rows (objdump): 11.5 instructions per key and 16 int8 elements where the fp32
+      // conversion kernel takes 27, and 23 per 32 int4 elements where it takes 92.
+      t->qk.s8 = qk_gemm_s8_neon_dotprod;
+      t->qk.s4 = qk_gemm_s4_neon_dotprod;
+      t->quantized_qk = "exact-int16-limbs";
+    }
 #endif
   }
 #endif
