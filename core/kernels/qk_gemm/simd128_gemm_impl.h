@@ -133,8 +133,8 @@ void qk128_direct(size_t M, size_t N, size_t H, const float* Q, size_t ldq, cons
 }
 
 // The integer limb QK tile of limb_query.h (wasm128: i32x4.dot_i16x8 beats its fp32 path, which lacks
-// FMA; NEON's smlal would not): each K row widened to int16 once (8 lanes) for both limbs of every
-// query row; the int32 lanes are summed per key.
+// FMA; NEON's smlal would not, and its sdot takes byte digits in neon_dotprod.cc): each K row widened to
+// int16 once (8 lanes) for both limbs of every query row; the int32 lanes are summed per key.
 template <class T>
 struct Simd128Limbs {
   using Vi = typename T::Vi;
