@@ -32,7 +32,8 @@ struct DigitRow {
   LimbRow limb;        // factor and limb sums for combine_limbs
 };
 
-// Two accumulators per key fit 32 registers at one row of four keys or two rows of two.
+// Three sums per row and key: one row over four keys or two rows over two keep them, the digits and the key bytes
+// within NEON's 32 registers.
 constexpr int keys_for_rows(int mb) { return mb == 1 ? 4 : 2; }
 
 // hi = 256 d0 + d1 with d1 hi's low byte read as signed, so |d0| <= 64; lo is already a byte.
