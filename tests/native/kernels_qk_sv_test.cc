@@ -119,8 +119,8 @@ TEST(KernelQkGemm, IntegerLimbKernelsGiveTheScalarBits) {
       // Row counts 2-5, 7 and 9 split into the ISAs' passes of rows (2 on wasm128 and NEON's sdot; on VNNI even
       // passes of up to 3 where whole 64-byte chunks cover the row, else of up to 4) whole and with a 1-row rest
       // (rows 4-5 take the fp32 kernel: 7 rows in fours leave row 6 a pass alone, 9 in threes row 8); 9 rows also
-      // hold the NaN row and the dominant element. H = 8, 24, 72 and 136 end in a part step (NEON's padded copy). One row: VNNI's per-key reductions, or its lane tiles where the row is one
-      // 64-byte chunk.
+      // hold the NaN row and the dominant element. H = 8, 24, 72 and 136 end in a part step (NEON's padded copy).
+      // One row: VNNI's per-key reductions, or its lane tiles where the row is one 64-byte chunk.
       // 33, 130 and 545 keys: VNNI's 32-key tiles for 1-3 rows (heads up to 256 bytes; 545 keys pass 64 KB, so
       // the decode prefetch runs) and a rest.
       for (size_t N : {size_t{1}, size_t{7}, size_t{33}, size_t{130}, size_t{545}})
