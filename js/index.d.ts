@@ -83,7 +83,7 @@ export interface Info {
   /** Kernel ISA in use: 'wasm128' or 'scalar'. */
   isa: string;
   /** How scores against int8/int4 caches are computed: 'exact-int16-limbs' (the same bits as native
-   * scalar, AVX512-VNNI and NEON with sdot) or 'fp32-conversion'. */
+   * scalar, AVX512-VNNI, AVX-VNNI and NEON with sdot) or 'fp32-conversion'. */
   quantized_qk: string;
   /** Which instruction path runs QAttention's integer projection: 'wasm128-dot16' (i32x4.dot_i16x8) or
    * 'scalar'. */

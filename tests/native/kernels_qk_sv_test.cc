@@ -116,10 +116,11 @@ TEST(KernelQkGemm, IntegerLimbKernelsGiveTheScalarBits) {
   for (CacheElem e : {CacheElem::kS8, CacheElem::kS4})
     for (size_t H : {size_t{8}, size_t{24}, size_t{64}, size_t{72}, size_t{128}, size_t{136}, size_t{256},
                      size_t{1016}, size_t{1024}})
-      // Row counts 2-5, 7 and 9 split into the ISAs' passes of rows (2 on wasm128 and NEON's sdot; on VNNI even
-      // passes of up to 3 where whole 64-byte chunks cover the row, else of up to 4) whole and with a 1-row rest
-      // (rows 4-5 take the fp32 kernel: 7 rows in fours leave row 6 a pass alone, 9 in threes row 8); 9 rows also
-      // hold the NaN row and the dominant element. H = 8, 24, 72 and 136 end in a part step (NEON's padded copy).
+      // Row counts 2-5, 7 and 9 split into the ISAs' passes of rows (2 on wasm128, NEON's sdot and AVX-VNNI; on
+      // AVX512-VNNI even passes of up to 3 where whole 64-byte chunks cover the row, else of up to 4) whole and with
+      // a 1-row rest (rows 4-5 take the fp32 kernel: 7 rows in fours leave row 6 a pass alone, 9 in threes row 8); 9
+      // rows also hold the NaN row and the dominant element. H = 8, 24, 72 and 136 end in a part step (NEON's padded
+      // copy, AVX-VNNI's masked load).
       // One row: VNNI's per-key reductions, or its lane tiles where the row is one 64-byte chunk.
       // 33, 130 and 545 keys: VNNI's 32-key tiles for 1-3 rows (heads up to 256 bytes; 545 keys pass 64 KB, so
       // the decode prefetch runs) and a rest.

@@ -160,5 +160,66 @@ void qk_limbs(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const vo
   }
 }
 
+// The limbs as three signed bytes, for kernels that multiply bytes (ARM's sdot, AVX-VNNI's vpdpbusd): hi = 256 d0 +
+// d1 with d1 hi's low byte read as signed, so |d0| <= 64, and d2 = lo, already a byte.
+struct DigitRow {
+  const int8_t* d[3];  // d0, d1, d2 per element (s4: even elements, then odd ones at +limb.odd); zero padded
+  LimbRow limb;        // odd, factor and the limb sums for combine_limbs
+};
+
+inline void limb_digits(const int16_t* hi, const int16_t* lo, size_t n, int8_t* const d[3]) {
+  for (size_t e = 0; e < n; ++e) {
+    const int8_t low = static_cast<int8_t>(hi[e] & 0xff);
+    d[0][e] = static_cast<int8_t>((hi[e] - low) >> 8);
+    d[1][e] = low;
+    d[2][e] = static_cast<int8_t>(lo[e]);
+  }
+}
+
+// As qk_limbs, for the byte-digit kernels: each row's limbs become digits once per call. T supplies kStep (cache
+// bytes per step: digit rows are padded to it), kMaxRows, and
+//   template <int MB, bool kS4> static void rows(size_t N, size_t H, const DigitRow* q, const uint8_t* K,
+//                                                size_t ldk, float* const* c)
+// which writes the scores of MB rows over all N keys to c[i][0, N) through combine_limbs' exact formula. Rows the
+// limbs cannot take go to `fallback` (the same ISA's fp32 kernel) one by one.
+template <class T, bool kS4, int MB = T::kMaxRows>
+void digit_rows_dispatch(int mb, size_t N, size_t H, const DigitRow* q, const uint8_t* K, size_t ldk,
+                         float* const* c) {
+  if constexpr (MB >= 1) {
+    if (mb == MB) return T::template rows<MB, kS4>(N, H, q, K, ldk, c);
+    digit_rows_dispatch<T, kS4, MB - 1>(mb, N, H, q, K, ldk, c);
+  }
+}
+
+template <class T, bool kS4>
+void qk_digits(QkGemmFn fallback, size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
+               size_t ldk, float alpha, float* C, size_t ldc) {
+  if (H > kLimbMaxH) return fallback(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+  constexpr size_t kStep = T::kStep, kRowBytes = kLimbMaxH + 2 * kStep;
+  const size_t half = kS4 ? (H / 2 + kStep - 1) / kStep * kStep : 0;
+  const size_t padded = kS4 ? 2 * half : (H + kStep - 1) / kStep * kStep;
+  alignas(64) int16_t limbs[T::kMaxRows][2][kRowBytes];
+  alignas(64) int8_t digits[T::kMaxRows][3][kRowBytes];
+  size_t i = 0;
+  while (i < M) {
+    DigitRow rows[T::kMaxRows];
+    float* out[T::kMaxRows];
+    int mb = 0;
+    for (; i < M && mb < T::kMaxRows; ++i) {
+      const float* q = Q + i * ldq;
+      LimbRow limb;
+      if (!split_limbs(q, H, kS4, half, padded, alpha, limbs[mb][0], limbs[mb][1], &limb)) {
+        fallback(1, N, H, q, ldq, K, ldk, alpha, C + i * ldc, ldc);
+        continue;
+      }
+      int8_t* const d[3] = {digits[mb][0], digits[mb][1], digits[mb][2]};
+      limb_digits(limbs[mb][0], limbs[mb][1], padded, d);
+      rows[mb] = {{d[0], d[1], d[2]}, limb};
+      out[mb++] = C + i * ldc;
+    }
+    if (mb > 0) digit_rows_dispatch<T, kS4>(mb, N, H, rows, static_cast<const uint8_t*>(K), ldk, out);
+  }
+}
+
 }  // namespace
 }  // namespace attnkit

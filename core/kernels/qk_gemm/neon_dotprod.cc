@@ -23,28 +23,10 @@ extern const QkGemmKernels kQkGemm_neon;  // its fp32 kernels take the rows the 
 namespace {
 
 constexpr size_t kDigitStep = 16;  // cache bytes per sdot
-constexpr int kMaxRows = 2;        // query rows per pass over K
-constexpr size_t kDigitRowBytes = kLimbMaxH + 2 * kDigitStep;
-
-struct DigitRow {
-  const int8_t* d[3];  // d0, d1, d2 per element (int4: even elements, then odd ones at +odd); zero padded
-  size_t odd;
-  LimbRow limb;        // factor and limb sums for combine_limbs
-};
 
 // Three sums per row and key: one row over four keys or two rows over two keep them, the digits and the key bytes
 // within NEON's 32 registers.
 constexpr int keys_for_rows(int mb) { return mb == 1 ? 4 : 2; }
-
-// hi = 256 d0 + d1 with d1 hi's low byte read as signed, so |d0| <= 64; lo is already a byte.
-void limb_digits(const int16_t* hi, const int16_t* lo, size_t n, int8_t* const d[3]) {
-  for (size_t e = 0; e < n; ++e) {
-    const int8_t low = static_cast<int8_t>(hi[e] & 0xff);
-    d[0][e] = static_cast<int8_t>((hi[e] - low) >> 8);
-    d[1][e] = low;
-    d[2][e] = static_cast<int8_t>(lo[e]);
-  }
-}
 
 // R keys' scores of MB rows at c[i][0, R). A row's last partial step reads a zero-padded copy of its bytes: the
 // digits past H are zero, but the bytes past the row may lie past the buffer.
@@ -66,7 +48,7 @@ void digit_tile(size_t H, const DigitRow* q, const uint8_t* K, size_t ldk, float
         const int8x16_t digits = vld1q_s8(q[i].d[l] + b);
         for (int r = 0; r < R; ++r) a[i][r][l] = vdotq_s32(a[i][r][l], k[r], digits);
         if (kS4) {
-          const int8x16_t odd_digits = vld1q_s8(q[i].d[l] + q[i].odd + b);
+          const int8x16_t odd_digits = vld1q_s8(q[i].d[l] + q[i].limb.odd + b);
           for (int r = 0; r < R; ++r) a[i][r][l] = vdotq_s32(a[i][r][l], odd[r], odd_digits);
         }
       }
@@ -94,64 +76,36 @@ void digit_tile(size_t H, const DigitRow* q, const uint8_t* K, size_t ldk, float
     }
 }
 
-template <int MB, bool kS4>
-void digit_rows(size_t N, size_t H, const DigitRow* q, const uint8_t* K, size_t ldk, float* const* c_rows) {
-  constexpr int R = keys_for_rows(MB);
-  float* c[MB];
-  size_t j = 0;
-  for (; j + R <= N; j += R) {
-    for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
-    digit_tile<MB, R, kS4>(H, q, K + j * ldk, ldk, c);
-  }
-  for (; j < N; ++j) {
-    for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
-    digit_tile<MB, 1, kS4>(H, q, K + j * ldk, ldk, c);
-  }
-}
-
-// As qk_limbs (limb_query.h), with the limbs turned into byte digits once per call.
-template <bool kS4>
-void qk_digits(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk, float alpha,
-               float* C, size_t ldc) {
-  const QkGemmFn fallback = kS4 ? kQkGemm_neon.s4 : kQkGemm_neon.s8;
-  if (H > kLimbMaxH) return fallback(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
-  const size_t half = kS4 ? (H / 2 + kDigitStep - 1) / kDigitStep * kDigitStep : 0;
-  const size_t padded = kS4 ? 2 * half : (H + kDigitStep - 1) / kDigitStep * kDigitStep;
-  alignas(16) int16_t limbs[kMaxRows][2][kDigitRowBytes];
-  alignas(16) int8_t digits[kMaxRows][3][kDigitRowBytes];
-  const uint8_t* base = static_cast<const uint8_t*>(K);
-  size_t i = 0;
-  while (i < M) {
-    DigitRow rows[kMaxRows];
-    float* out[kMaxRows];
-    int mb = 0;
-    for (; i < M && mb < kMaxRows; ++i) {
-      const float* q = Q + i * ldq;
-      LimbRow limb;
-      if (!split_limbs(q, H, kS4, half, padded, alpha, limbs[mb][0], limbs[mb][1], &limb)) {
-        fallback(1, N, H, q, ldq, K, ldk, alpha, C + i * ldc, ldc);
-        continue;
-      }
-      int8_t* const d[3] = {digits[mb][0], digits[mb][1], digits[mb][2]};
-      limb_digits(limbs[mb][0], limbs[mb][1], padded, d);
-      rows[mb] = {{d[0], d[1], d[2]}, half, limb};
-      out[mb++] = C + i * ldc;
+// qk_digits' passes (limb_query.h): up to two rows over K.
+struct NeonDigits {
+  static constexpr size_t kStep = kDigitStep;
+  static constexpr int kMaxRows = 2;
+  template <int MB, bool kS4>
+  static void rows(size_t N, size_t H, const DigitRow* q, const uint8_t* K, size_t ldk, float* const* c_rows) {
+    constexpr int R = keys_for_rows(MB);
+    float* c[MB];
+    size_t j = 0;
+    for (; j + R <= N; j += R) {
+      for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
+      digit_tile<MB, R, kS4>(H, q, K + j * ldk, ldk, c);
     }
-    if (mb == 1) digit_rows<1, kS4>(N, H, rows, base, ldk, out);
-    if (mb == 2) digit_rows<2, kS4>(N, H, rows, base, ldk, out);
+    for (; j < N; ++j) {
+      for (int i = 0; i < MB; ++i) c[i] = c_rows[i] + j;
+      digit_tile<MB, 1, kS4>(H, q, K + j * ldk, ldk, c);
+    }
   }
-}
+};
 
 }  // namespace
 
 void qk_gemm_s8_neon_dotprod(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk,
                              float alpha, float* C, size_t ldc) {
-  qk_digits<false>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+  qk_digits<NeonDigits, false>(kQkGemm_neon.s8, M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
 }
 
 void qk_gemm_s4_neon_dotprod(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk,
                              float alpha, float* C, size_t ldc) {
-  qk_digits<true>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+  qk_digits<NeonDigits, true>(kQkGemm_neon.s4, M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
 }
 
 }  // namespace attnkit

@@ -18,9 +18,9 @@ constexpr size_t kQkPanelKeys = 16;
 //   for even d) minus 8. Quantization scales are not applied here: per-tensor scales are folded into
 //   alpha and per-channel scales into Q by the caller, so the integer-to-float step is exact.
 // H is a multiple of 8. f32/f16/bf16: fp32 accumulation; the summation order may differ per ISA.
-// s8/s4: the exact integer limb products of limb_query.h on scalar, AVX512-VNNI, NEON with sdot and wasm128
-// (the same bits on all; rows it cannot hold take the fp32 path); fp32 conversion on AVX2, AVX512 without
-// VNNI and NEON without sdot. No reads outside [0, H) of any row.
+// s8/s4: the exact integer limb products of limb_query.h on scalar, AVX512-VNNI, AVX2 with AVX-VNNI, NEON with
+// sdot and wasm128 (the same bits on all; rows it cannot hold take the fp32 path); fp32 conversion on AVX2
+// without AVX-VNNI, AVX512 without VNNI and NEON without sdot. No reads outside [0, H) of any row.
 using QkGemmFn = void (*)(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
                           size_t ldk, float alpha, float* C, size_t ldc);
 
