@@ -177,6 +177,8 @@ void BM_GQA_Decode_32x8(benchmark::State& state) { BM_GQA_Decode(state, 32, 8); 
 void BM_GQA_Decode_64x8(benchmark::State& state) { BM_GQA_Decode(state, 64, 8); }
 // 7 query heads per KV head at H = 64 (Qwen2.5 0.5B): row tiles of 4 + 3, short rows.
 void BM_GQA_Decode_14x2_H64(benchmark::State& state) { BM_GQA_Decode(state, 14, 2, 64); }
+// One query head per KV head at H = 96 (Phi-3): the one-row QK over rows of one and a half 64-byte chunks.
+void BM_GQA_Decode_32x32_H96(benchmark::State& state) { BM_GQA_Decode(state, 32, 32, 96); }
 
 BENCHMARK(report_host)->Name("host_limits")->Iterations(1);
 BENCHMARK(BM_GQA_Prefill)
@@ -207,6 +209,11 @@ BENCHMARK(BM_GQA_Decode_64x8)
 BENCHMARK(BM_GQA_Decode_14x2_H64)
     ->ArgNames({"T", "cache", "threads", "mode"})
     ->ArgsProduct({{4096}, {kF32, kI8, kI4}, {1, 2}, {2, 3}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_GQA_Decode_32x32_H96)
+    ->ArgNames({"T", "cache", "threads", "mode"})
+    ->ArgsProduct({{2048}, {kF32, kI8, kI4}, {1, 2}, {2, 3}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
