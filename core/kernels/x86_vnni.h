@@ -27,13 +27,5 @@ inline void dpbusd_bcast_into(__m512i& acc, __m512i u8, const int32_t* s8x4) {
 #endif
 }
 
-inline void dpwssd_into(__m512i& acc, __m512i a, __m512i b) {
-#if defined(__GNUC__) && !defined(__clang__)
-  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "vm"(b));
-#else
-  acc = _mm512_dpwssd_epi32(acc, a, b);
-#endif
-}
-
 }  // namespace
 }  // namespace attnkit

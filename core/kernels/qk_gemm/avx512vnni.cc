@@ -1,7 +1,7 @@
 // attnkit qk_gemm with AVX512-VNNI: the exact int8/int4 limb QK (same bits as every other ISA that has
 // it), with keys in lanes on vpdpbusd for 2+ query rows and rows of one 64-byte chunk (x86_key_lanes.h) and with
-// per-key reductions for other single rows (int8 on vpdpbusd, int4 on vpdpwssd), and the opt-in approximate int8
-// per-tensor QK.
+// per-key reductions for other single rows (vpdpbusd on the query's byte digits, x86_row_digits.h), and the opt-in
+// approximate int8 per-tensor QK.
 // The approximate kernel quantizes the query row symmetrically (s = amax/127, q_i = rint(q / s)), so
 // each score moves by at most alpha * (s/2) * sum_d |k_d| (about 0.4% of amax*sum|k|, the order of
 // ORT's approximate path). vpdpbusd wants unsigned K: bytes are offset by 128 and the offset removed
@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "qk_gemm/x86_gemm_impl.h"
-#include "qk_gemm/x86_limbs_impl.h"
 #include "qk_gemm/x86_key_lanes.h"
 #include "qk_gemm/x86_row_digits.h"
 #include "qk_gemm/x86_traits_avx512.h"
@@ -19,13 +18,6 @@
 
 namespace attnkit {
 namespace {
-
-struct Avx512Vnni : Avx512 {
-  static Vi dot(Vi acc, Vi a, Vi b) {
-    dpwssd_into(acc, a, b);
-    return acc;
-  }
-};
 
 constexpr size_t kChunk = 64;  // bytes per vpdpbusd step
 constexpr int kRowsPerBlock = 4;
@@ -82,22 +74,22 @@ void rows(size_t N, size_t H, const QuantizedQuery* q, const uint8_t* K, size_t 
 
 }  // namespace
 
-// One query row (one query head per KV head, flash decoding) keeps the per-key reductions (int8: on the three byte
-// digits, x86_row_digits.h), except on rows of exactly one 64-byte chunk (int8 H=64, int4 H=128), where the 32-key
+// One query row (one query head per KV head, flash decoding) keeps the per-key reductions on the three byte digits
+// (x86_row_digits.h), except on rows of exactly one 64-byte chunk (int8 H=64, int4 H=128), where the 32-key
 // lane tiles cost less. 2048 keys: int8 H=64 2.76-2.81 -> 2.61 us, int4 H=128 3.88-3.92 -> 3.57; at two chunks or
 // part of one the reductions stay ahead (int8 H=128 4.12 against 4.79, int4 H=64 2.70 against 3.83). The byte
 // digits against int16 limbs, side by side, int8 H=128: 512 keys 1.09 -> 0.99 us, 2048 keys 4.05 -> 3.72 (fastest
 // of 12); at H=64 they lose to the lane tiles (0.86 against 0.56 us at 512 keys).
 void qk_gemm_s8_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
                            size_t ldk, float alpha, float* C, size_t ldc) {
-  if (M == 1 && H != kLaneChunk) return qk_row_digits_s8<qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+  if (M == 1 && H != kLaneChunk) return qk_row_digits<false, qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
   qk_key_lanes<false, qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
 }
 
 void qk_gemm_s4_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
                            size_t ldk, float alpha, float* C, size_t ldc) {
   if (M == 1 && H / 2 != kLaneChunk)
-    return qk_limbs<X86Limbs<Avx512Vnni>, true, qk_direct<Avx512, S4>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
+    return qk_row_digits<true, qk_direct<Avx512, S4>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
   qk_key_lanes<true, qk_direct<Avx512, S4>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
 }
 

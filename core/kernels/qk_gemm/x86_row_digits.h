@@ -1,8 +1,8 @@
-// attnkit qk_gemm: the exact int8 limb QK of limb_query.h for a single query row on AVX512-VNNI. The limbs are
-// three signed bytes (hi = 256 d0 + d1, lo = d2) that vpdpbusd multiplies with the cache bytes + 128, 64 a step,
-// with each key's sums reduced 8 keys at a time (two keys to a vector where rows end in half a chunk): 6
-// multiply-adds a key at H=128 where the int16 limbs' vpdpwssd took 8 and four widenings. The same integer sums as
-// every other ISA, so the same bits.
+// attnkit qk_gemm: the exact int8/int4 limb QK of limb_query.h for a single query row on AVX512-VNNI. The limbs are
+// three signed bytes (hi = 256 d0 + d1, lo = d2) that vpdpbusd multiplies with the cache bytes + 128 (int4: the
+// nibbles), with each key's sums reduced 8 keys at a time, one or two keys to a vector: 6 multiply-adds a key at
+// H=128 where int16 limbs on vpdpwssd took 8 and four widenings. The same integer sums as every other ISA, so the
+// same bits.
 #pragma once
 #include <immintrin.h>
 
@@ -23,9 +23,11 @@ constexpr size_t kRowDigitStep = 64;  // K bytes per vpdpbusd
 constexpr int kRowDigitKeys = 8;      // keys per tile: one reduce8i per limb
 
 struct RowDigits {
-  const int8_t* d[3];  // d0, d1, d2 of every element, zero past H up to a multiple of kRowDigitStep
+  const int8_t* d[3];  // d0, d1, d2 of every element, zero past H up to a multiple of kRowDigitStep (int4: the even
+                       // elements, then the odd ones from odd on)
   float factor;
-  uint32_t off_hi, off_lo;  // the bytes + 128: 128 times the limb sums, mod 2^32 as the sums themselves
+  uint32_t off_hi, off_lo;  // int8 bytes + 128, int4 nibbles (elements + 8): 128 or 8 times the limb sums, mod 2^32
+  size_t odd = 0;
 };
 
 // R keys' scores (R <= 8) at c[0, R).
@@ -78,14 +80,17 @@ struct RowPairSums {
 };
 
 // The sums += the 8 keys' bytes [b, b + n) (n <= 32; kMasked: loads masked by n and by key[], else whole).
-template <bool kMasked>
+template <bool kS4, bool kMasked>
 __attribute__((always_inline)) inline void row_pair_step(const RowDigits& q, const uint8_t* K, size_t ldk, size_t b,
                                                          size_t n, const __mmask32* key, RowPairSums& s) {
   const __mmask32 m = n == 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
-  const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512i qd[3];
-  ATTNKIT_UNROLL for (int k = 0; k < 3; ++k)
+  // Each digit's 32 bytes in both halves (int4: qo for the odd elements).
+  __m512i qd[3], qo[3];
+  ATTNKIT_UNROLL for (int k = 0; k < 3; ++k) {
     qd[k] = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q.d[k] + b)));
+    if constexpr (kS4)
+      qo[k] = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q.d[k] + q.odd + b)));
+  }
   ATTNKIT_UNROLL for (int p = 0; p < 4; ++p) {
     // 32-byte loads: one 64-byte load per pair would start half a line in and split across two lines. Bytes past
     // the row load as zero (128 once offset) and meet zero digits; keys past the tile's are never read.
@@ -97,24 +102,37 @@ __attribute__((always_inline)) inline void row_pair_step(const RowDigits& q, con
       lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(K + p * ldk + b));
       hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(K + (p + 4) * ldk + b));
     }
-    const __m512i u = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), offset);
-    dpbusd_into(s.s0[p], u, qd[0]);
-    dpbusd_into(s.s1[p], u, qd[1]);
-    dpbusd_into(s.s2[p], u, qd[2]);
+    const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    if constexpr (kS4) {
+      // Even elements in the low nibbles, odd ones in the high; zero bytes past the row meet zero digits.
+      const __m512i nibble = _mm512_set1_epi8(0x0f);
+      const __m512i even = _mm512_and_si512(x, nibble), odd = _mm512_and_si512(_mm512_srli_epi16(x, 4), nibble);
+      dpbusd_into(s.s0[p], even, qd[0]);
+      dpbusd_into(s.s1[p], even, qd[1]);
+      dpbusd_into(s.s2[p], even, qd[2]);
+      dpbusd_into(s.s0[p], odd, qo[0]);
+      dpbusd_into(s.s1[p], odd, qo[1]);
+      dpbusd_into(s.s2[p], odd, qo[2]);
+    } else {
+      const __m512i u = _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));
+      dpbusd_into(s.s0[p], u, qd[0]);
+      dpbusd_into(s.s1[p], u, qd[1]);
+      dpbusd_into(s.s2[p], u, qd[2]);
+    }
   }
 }
 
-// Up to 8 keys' scores at c[0, kn) (kFull: kn = 8).
-template <bool kFull>
-__attribute__((always_inline)) inline void row_pair_tile(size_t H, const RowDigits& q, const uint8_t* K, size_t ldk,
-                                                         size_t kn, float* c) {
+// Up to 8 keys' scores at c[0, kn) (kFull: kn = 8) over rows of `bytes` bytes.
+template <bool kS4, bool kFull>
+__attribute__((always_inline)) inline void row_pair_tile(size_t bytes, const RowDigits& q, const uint8_t* K,
+                                                         size_t ldk, size_t kn, float* c) {
   RowPairSums s;
   ATTNKIT_UNROLL for (int p = 0; p < 4; ++p) s.s0[p] = s.s1[p] = s.s2[p] = _mm512_setzero_si512();
   __mmask32 key[8];
   ATTNKIT_UNROLL for (int r = 0; r < 8; ++r) key[r] = kFull || r < static_cast<int>(kn) ? ~__mmask32{0} : 0;
   size_t b = 0;
-  for (; b + 32 <= H; b += 32) row_pair_step<!kFull>(q, K, ldk, b, 32, key, s);
-  if (b < H) row_pair_step<true>(q, K, ldk, b, H - b, key, s);
+  for (; b + 32 <= bytes; b += 32) row_pair_step<kS4, !kFull>(q, K, ldk, b, 32, key, s);
+  if (b < bytes) row_pair_step<kS4, true>(q, K, ldk, b, bytes - b, key, s);
   // x[p], p < 4: hi sums, 128-bit lanes 0-1 key p's, 2-3 key p + 4's; x[4 + p] the lo sums alike.
   __m512i x[8];
   ATTNKIT_UNROLL for (int p = 0; p < 4; ++p) {
@@ -153,39 +171,50 @@ __attribute__((noinline)) inline void row_digit_keys(size_t N, size_t H, const R
 }
 
 // A function of its own, as row_digit_keys: with both tiles in one, GCC kept the sums on the stack.
-__attribute__((noinline)) inline void row_pair_keys(size_t N, size_t H, const RowDigits& q, const uint8_t* K,
-                                                    size_t ldk, float* c) {
+template <bool kS4>
+__attribute__((noinline)) void row_pair_keys(size_t N, size_t bytes, const RowDigits& q, const uint8_t* K, size_t ldk,
+                                             float* c) {
   const size_t ahead = block_prefetch_rows(N, ldk);
   size_t j = 0;
   for (; j + kRowDigitKeys <= N; j += kRowDigitKeys) {
     if (ahead && j + ahead + kRowDigitKeys <= N) prefetch_lines(K + (j + ahead) * ldk, kRowDigitKeys * ldk);
-    row_pair_tile<true>(H, q, K + j * ldk, ldk, kRowDigitKeys, c + j);
+    row_pair_tile<kS4, true>(bytes, q, K + j * ldk, ldk, kRowDigitKeys, c + j);
   }
-  if (j < N) row_pair_tile<false>(H, q, K + j * ldk, ldk, N - j, c + j);
+  if (j < N) row_pair_tile<kS4, false>(bytes, q, K + j * ldk, ldk, N - j, c + j);
 }
 
-// Every row on its own; rows the integer path cannot take go to kFallback (the fp32 kernel).
-template <QkGemmFn kFallback>
-void qk_row_digits_s8(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk,
-                      float alpha, float* C, size_t ldc) {
+// Every row on its own; rows the integer path cannot take go to kFallback (the fp32 kernel). int8 rows take pairs of
+// keys where they end in half a chunk; int4 rows always (qk_gemm_s4_avx512vnni keeps its lane tiles at H=128): against
+// the int16 limbs on vpdpwssd that they replace, 2048 keys, 3 alternating rounds, H=64 3.36-3.39 against 4.07-4.16
+// us, 96 4.75-5.19 against 5.96-6.30, 192 5.99-6.33 against 7.15-7.52, 256 7.05-8.06 against 8.98-9.44; a Phi-3
+// int4 decode step (as above) 238-260 against 271-439 us.
+template <bool kS4, QkGemmFn kFallback>
+void qk_row_digits(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K, size_t ldk, float alpha,
+                   float* C, size_t ldc) {
   if (H > kLimbMaxH) return kFallback(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
-  const size_t padded = (H + kRowDigitStep - 1) / kRowDigitStep * kRowDigitStep;
+  const size_t half = kS4 ? (H / 2 + kRowDigitStep - 1) / kRowDigitStep * kRowDigitStep : 0;
+  const size_t padded = kS4 ? 2 * half : (H + kRowDigitStep - 1) / kRowDigitStep * kRowDigitStep;
   constexpr size_t kRowBytes = (kLimbMaxH + 2 * kRowDigitStep - 1) / kRowDigitStep * kRowDigitStep;
   alignas(64) int16_t limbs[2][kRowBytes];
   alignas(64) int8_t digits[3][kRowBytes];
+  const bool pairs = kS4 || (H % kRowDigitStep != 0 && H % kRowDigitStep <= kRowDigitStep / 2);
+  const uint32_t offset = kS4 ? 8u : 128u;
   for (size_t i = 0; i < M; ++i) {
     const float* row = Q + i * ldq;
     LimbRow limb;
-    if (!split_limbs(row, H, false, 0, padded, alpha, limbs[0], limbs[1], &limb)) {
+    if (!split_limbs(row, H, kS4, half, padded, alpha, limbs[0], limbs[1], &limb)) {
       kFallback(1, N, H, row, ldq, K, ldk, alpha, C + i * ldc, ldc);
       continue;
     }
     int8_t* const rows[3] = {digits[0], digits[1], digits[2]};
     limb_bytes(limbs[0], limbs[1], padded, rows);
-    const RowDigits q{{digits[0], digits[1], digits[2]}, limb.factor, 128u * static_cast<uint32_t>(limb.sum_hi),
-                      128u * static_cast<uint32_t>(limb.sum_lo)};
-    const bool pairs = H % kRowDigitStep != 0 && H % kRowDigitStep <= kRowDigitStep / 2;
-    (pairs ? row_pair_keys : row_digit_keys)(N, H, q, static_cast<const uint8_t*>(K), ldk, C + i * ldc);
+    const RowDigits q{{digits[0], digits[1], digits[2]}, limb.factor, offset * static_cast<uint32_t>(limb.sum_hi),
+                      offset * static_cast<uint32_t>(limb.sum_lo), half};
+    const uint8_t* k = static_cast<const uint8_t*>(K);
+    if (pairs)
+      row_pair_keys<kS4>(N, kS4 ? H / 2 : H, q, k, ldk, C + i * ldc);
+    else
+      row_digit_keys(N, H, q, k, ldk, C + i * ldc);
   }
 }
 

@@ -183,24 +183,6 @@ struct Avx512 {
     if (n >= 32) _mm512_storeu_ps(p + 16, b); else if (n > 16) storeu_n(p + 16, b, n - 16);
   }
 
-  // Integer limb QK (x86_limbs_impl.h, with VNNI only; its files add dot): 32 int16 lanes per vector;
-  // partial loads are masked.
-  // One query row per pass: two rows and more take the keys-in-lanes kernel (x86_key_lanes.h), which needs no
-  // per-key reductions. (Here, passes of 2 rows with 4 keys a tile had beaten 8 rows with 1-2 keys a tile.)
-  static constexpr int kLimbRows = 1;
-  static constexpr int limb_keys_for_rows(int) { return 8; }
-  static Vi zeroi() { return _mm512_setzero_si512(); }
-  static Vi loadi(const int16_t* p) { return _mm512_loadu_si512(p); }
-  static __m256i bytes32(const uint8_t* p, size_t n) {
-    if (n >= 32) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    return _mm256_maskz_loadu_epi8(static_cast<__mmask32>((uint64_t{1} << n) - 1), p);
-  }
-  static Vi widen_s8(const uint8_t* p) { return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-  static Vi widen_u8(const uint8_t* p) { return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-  static Vi widen_s8(const uint8_t* p, size_t n) { return _mm512_cvtepi8_epi16(bytes32(p, n)); }
-  static Vi widen_u8(const uint8_t* p, size_t n) { return _mm512_cvtepu8_epi16(bytes32(p, n)); }
-  static Vi low_nibbles(Vi x) { return _mm512_and_si512(x, _mm512_set1_epi16(15)); }
-  static Vi high_nibbles(Vi x) { return _mm512_srli_epi16(x, 4); }
   // Lane r = sum of v[r]: in-lane unpack adds leave each 128-bit chunk holding its sums of v[0..3] (x03) and
   // v[4..7] (x47), then two folds across chunks. 24 instructions; halving each vector to 256 bits first and
   // finishing with hadd took about 37, and this tree made the exact s8 QK (M=1, N=512, H=128) 11% faster.
