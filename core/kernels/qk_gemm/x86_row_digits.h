@@ -139,14 +139,8 @@ __attribute__((always_inline)) inline void row_pair_tile(size_t bytes, const Row
     x[p] = _mm512_add_epi32(_mm512_slli_epi32(s.s0[p], 8), s.s1[p]);
     x[4 + p] = s.s2[p];
   }
-  const auto pairs = [](__m512i a, __m512i b) {
-    return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
-  };
-  const auto quads = [](__m512i a, __m512i b) {
-    return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
-  };
   // 128-bit lane L of h (l): half of the hi (lo) sums of keys 0-3 (L = 0, 1) or 4-7 (L = 2, 3).
-  const __m512i h = quads(pairs(x[0], x[1]), pairs(x[2], x[3])), l = quads(pairs(x[4], x[5]), pairs(x[6], x[7]));
+  const __m512i h = Avx512::chunk_sums4(x), l = Avx512::chunk_sums4(x + 4);
   const __m512i sums = _mm512_add_epi32(_mm512_shuffle_i32x4(h, l, _MM_SHUFFLE(2, 0, 2, 0)),
                                         _mm512_shuffle_i32x4(h, l, _MM_SHUFFLE(3, 1, 3, 1)));  // hi 0-7, lo 0-7
   const __m512i off = _mm512_inserti64x4(_mm512_set1_epi32(static_cast<int32_t>(q.off_hi)),

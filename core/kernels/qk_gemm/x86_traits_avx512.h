@@ -183,17 +183,20 @@ struct Avx512 {
     if (n >= 32) _mm512_storeu_ps(p + 16, b); else if (n > 16) storeu_n(p + 16, b, n - 16);
   }
 
-  // Lane r = sum of v[r]: in-lane unpack adds leave each 128-bit chunk holding its sums of v[0..3] (x03) and
-  // v[4..7] (x47), then two folds across chunks. 24 instructions; halving each vector to 256 bits first and
-  // finishing with hadd took about 37, and this tree made the exact s8 QK (M=1, N=512, H=128) 11% faster.
-  __attribute__((always_inline)) static __m256i reduce8i(const Vi v[8]) {
+  // Lane r of each 128-bit chunk = the sum of v[r]'s four lanes in that chunk (in-lane unpacks and adds).
+  __attribute__((always_inline)) static Vi chunk_sums4(const Vi v[4]) {
     const auto pairs = [](Vi x, Vi y) {
       return _mm512_add_epi32(_mm512_unpacklo_epi32(x, y), _mm512_unpackhi_epi32(x, y));
     };
-    const auto quads = [](Vi x, Vi y) {
-      return _mm512_add_epi32(_mm512_unpacklo_epi64(x, y), _mm512_unpackhi_epi64(x, y));
-    };
-    const Vi x03 = quads(pairs(v[0], v[1]), pairs(v[2], v[3])), x47 = quads(pairs(v[4], v[5]), pairs(v[6], v[7]));
+    const Vi p01 = pairs(v[0], v[1]), p23 = pairs(v[2], v[3]);
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(p01, p23), _mm512_unpackhi_epi64(p01, p23));
+  }
+
+  // Lane r = sum of v[r]: each 128-bit chunk holding its sums of v[0..3] (x03) and v[4..7] (x47), then two folds
+  // across chunks. 24 instructions; halving each vector to 256 bits first and finishing with hadd took about 37, and
+  // this tree made the exact s8 QK (M=1, N=512, H=128) 11% faster.
+  __attribute__((always_inline)) static __m256i reduce8i(const Vi v[8]) {
+    const Vi x03 = chunk_sums4(v), x47 = chunk_sums4(v + 4);
     const Vi f = _mm512_add_epi32(_mm512_shuffle_i32x4(x03, x47, _MM_SHUFFLE(1, 0, 1, 0)),
                                   _mm512_shuffle_i32x4(x03, x47, _MM_SHUFFLE(3, 2, 3, 2)));
     const Vi g = _mm512_add_epi32(f, _mm512_shuffle_i32x4(f, f, _MM_SHUFFLE(2, 3, 0, 1)));
