@@ -77,9 +77,10 @@ void rows(size_t N, size_t H, const QuantizedQuery* q, const uint8_t* K, size_t 
 // One query row (one query head per KV head, flash decoding) keeps the per-key reductions on the three byte digits
 // (x86_row_digits.h), except on rows of exactly one 64-byte chunk (int8 H=64, int4 H=128), where the 32-key
 // lane tiles cost less. 2048 keys: int8 H=64 2.76-2.81 -> 2.61 us, int4 H=128 3.88-3.92 -> 3.57; at two chunks or
-// part of one the reductions stay ahead (int8 H=128 4.12 against 4.79, int4 H=64 2.70 against 3.83). The byte
-// digits against int16 limbs, side by side, int8 H=128: 512 keys 1.09 -> 0.99 us, 2048 keys 4.05 -> 3.72 (fastest
-// of 12); at H=64 they lose to the lane tiles (0.86 against 0.56 us at 512 keys).
+// part of one the reductions stay ahead (int8 H=128 4.12 against 4.79; int4 H=64 2.70 against 3.83, with the int16
+// limbs that x86_row_digits.h's pairs of keys have since replaced). The byte digits against int16 limbs, side by
+// side, int8 H=128: 512 keys 1.09 -> 0.99 us, 2048 keys 4.05 -> 3.72 (fastest of 12); at H=64 they lose to the lane
+// tiles (0.86 against 0.56 us at 512 keys).
 void qk_gemm_s8_avx512vnni(size_t M, size_t N, size_t H, const float* Q, size_t ldq, const void* K,
                            size_t ldk, float alpha, float* C, size_t ldc) {
   if (M == 1 && H != kLaneChunk) return qk_row_digits<false, qk_direct<Avx512, S8>>(M, N, H, Q, ldq, K, ldk, alpha, C, ldc);
