@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace attnkit {
 namespace exp_poly {
@@ -68,8 +69,12 @@ inline float exp(float x) {
 // where it was 7% of a 2048-token prompt. The rounding of t adds a relative error of |d| u (u = 2^-24): within
 // 1.34 (|d| + 1) u over every 97th float in [-87.3, 0], so each probability e^d <= 1 is within 1.34 u absolute
 // (exp: 0.82 u).
+// d > 0 happens only when the row held a NaN score, which max() skipped: that row's sum, and so its output, is NaN
+// whatever this returns; NaN here spares the conversion of a huge t to int below (undefined behaviour in C++; the
+// SIMD lanes convert by instruction, and their value is lost in the same NaN).
 inline float exp_at_most_zero(float d) {
   if (!(d >= kLow)) return std::isnan(d) ? d : 0.0f;
+  if (d > 0.0f) return std::numeric_limits<float>::quiet_NaN();
   const float t = d * kLog2e;
   const float n = std::nearbyint(t);
   const float f = t - n;
