@@ -23,7 +23,8 @@ struct KvCacheConfig {
 
 class GqaKvCache {
  public:
-  // Allocates the (zeroed) cache; fails with a clear message on bad or absurd sizes.
+  // Allocates the cache (not zeroed: memory is taken as tokens arrive); fails with a clear message on bad or absurd
+  // sizes.
   Status init(const KvCacheConfig& config);
 
   // One step for every batch entry: inputs.query/key/value hold S new tokens (the first step is the

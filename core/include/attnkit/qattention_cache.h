@@ -16,7 +16,8 @@ struct QAttentionCacheConfig {
 
 class QAttentionKvCache {
  public:
-  // Allocates the (zeroed) buffer, (2, batch, heads, capacity, head_size) float32; fails on bad or absurd sizes.
+  // Allocates the buffer, (2, batch, heads, capacity, head_size) float32, not zeroed (memory is taken as tokens
+  // arrive); fails on bad or absurd sizes.
   Status init(const QAttentionCacheConfig& config);
   // One step: QAttention's inputs without past (the first step is the prompt, later ones single tokens or chunks);
   // the new tokens' rows are appended and `output` is (B, S, D).

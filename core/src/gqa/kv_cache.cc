@@ -15,7 +15,9 @@ namespace attnkit {
 
 namespace {
 
-// Zeroed (batch, kv_heads, capacity, row) tensors for a cache, or an error naming the shape.
+// (batch, kv_heads, capacity, row) tensors for a cache, or an error naming the shape. Not zeroed: nothing reads a
+// row before a step or load writes it, so a cache sized for a model's whole context takes memory as its tokens
+// arrive (fresh pages), where zeroing took all of it at init().
 Status allocate_cache(const KvCacheConfig& config, Tensor* key, Tensor* value) {
   const DType d = config.cache_dtype;
   const int64_t row = d == DType::kUInt8 ? (config.head_size + 1) / 2 : config.head_size;
@@ -25,8 +27,8 @@ Status allocate_cache(const KvCacheConfig& config, Tensor* key, Tensor* value) {
   if (elements < 0 || elements > kMaxBytes / static_cast<int64_t>(dtype_size(d)))
     return Status::Error("kv cache: " + shape_to_string(shape) + " is larger than 16 GiB");
   try {
-    key->reset(d, shape);
-    value->reset(d, shape);
+    key->reset_uninitialized(d, shape);
+    value->reset_uninitialized(d, shape);
   } catch (const std::bad_alloc&) {
     return Status::Error("kv cache: out of memory allocating " + shape_to_string(shape));
   }

@@ -26,7 +26,7 @@ Status QAttentionKvCache::init(const QAttentionCacheConfig& config) {
     return Status::Error(std::string(kWho) + shape_to_string(shape) + " is larger than 16 GiB");
   Tensor buffer;  // a refused init leaves the cache as it was
   try {
-    buffer.reset(DType::kFloat32, shape);
+    buffer.reset_uninitialized(DType::kFloat32, shape);  // not zeroed: as GqaKvCache's (kv_cache.cc)
   } catch (const std::bad_alloc&) {
     return Status::Error(std::string(kWho) + "out of memory allocating " + shape_to_string(shape));
   }
