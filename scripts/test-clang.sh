@@ -9,5 +9,5 @@ cd "$(dirname "$0")/.."
 # process, and the wasm128 table (SIMDe on x86; no wasm engine flushes) loses fp16 subnormals.
 CC=clang CXX=clang++ cmake -S . -B build/native-clang -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-ffast-math \
   -DCMAKE_EXE_LINKER_FLAGS=-fno-fast-math -DATTNKIT_BUILD_BENCH=OFF -DATTNKIT_BUILD_CLI=OFF >/dev/null
-cmake --build build/native-clang -j "${ATTNKIT_BUILD_JOBS:-$(nproc)}" --target attnkit_tests
+cmake --build build/native-clang -j "${ATTNKIT_BUILD_JOBS:-$(nproc)}" --target attnkit_tests attnkit_fuzz_replays
 ctest --test-dir build/native-clang --output-on-failure -V
