@@ -141,6 +141,9 @@ inline bool inject_specials(ByteReader& in, OwnedTensor* t) {
 
 const char* const kPaths[] = {"auto", "naive", "flash"};
 
+// What each target defines: one input, checked (fuzz_entry.cc hands it to libFuzzer and the replay driver).
+void run_one_input(const uint8_t* data, size_t size);
+
 // Every kernel table this CPU runs or SIMDe emulates (avx2 and avx512 take their VNNI kernels where the CPU has
 // them); one the CPU lacks falls back to scalar, so an input replays the same way wherever the last one left the
 // process.
@@ -243,6 +246,20 @@ inline CallResult call_c_api(const char* op, std::map<std::string, OwnedTensor>&
   const int code = in_place ? run_in_place(attrs.c_str(), args.data(), n, outputs.c_str(), threads, path, &result)
                             : attnkit_run(op, attrs.c_str(), args.data(), n, outputs.c_str(), threads, path, &result);
   return take_result(code, result);
+}
+
+inline bool same_bytes(const OwnedTensor& a, const Tensor& b) {
+  return std::equal(a.bytes.begin(), a.bytes.end(), b.storage.begin(), b.storage.end());
+}
+
+// The start the op targets share: an ISA, then the case `build` makes from a seed, then up to three mutations.
+template <class Case, class Build, class Mutate>
+Case case_from_bytes(ByteReader& in, Build build, Mutate mutate) {
+  pick_isa(in);
+  const uint64_t seed = in.u32();
+  Case c = build(in, seed);
+  for (uint32_t m = in.below(4); m > 0 && in.remaining(); --m) mutate(in, &c);
+  return c;
 }
 
 inline void expect_same_bytes(const CallResult& got, const char* name, const Tensor& ref) {

@@ -246,8 +246,8 @@ void check_in_place(const Case& c, const std::string& attrs, const char* path, c
   const CallResult r = call_c_api(kOp, shared.tensors, attrs, "output", in.below(4), path, true);
   if (r.code != ATTNKIT_OK) fail("in-place call refused what the stateless one accepted: " + r.message);
   if (r.find("output")->storage != stateless.find("output")->storage) fail("in-place output differs from stateless");
-  if (shared.tensors["past_key"].bytes != owned(*present_key).bytes ||
-      shared.tensors["past_value"].bytes != owned(*present_value).bytes)
+  if (!same_bytes(shared.tensors["past_key"], *present_key) ||
+      !same_bytes(shared.tensors["past_value"], *present_value))
     fail("in-place caches differ from the stateless present");
 }
 
@@ -255,10 +255,7 @@ void check_in_place(const Case& c, const std::string& attrs, const char* path, c
 
 void run_one_input(const uint8_t* data, size_t size) {
   ByteReader in(data, size);
-  pick_isa(in);
-  const uint64_t seed = in.u32();
-  Case c = build_case(in, seed);
-  for (uint32_t m = in.below(4); m > 0 && in.remaining(); --m) mutate(in, &c);
+  Case c = case_from_bytes<Case>(in, build_case, mutate);
   const std::string attrs = attrs_json(c);
   const int threads = static_cast<int>(in.below(4));
   const char* path = kPaths[in.below(3)];
@@ -272,8 +269,3 @@ void run_one_input(const uint8_t* data, size_t size) {
 
 }  // namespace fuzz
 }  // namespace attnkit
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  attnkit::fuzz::run_one_input(data, size);
-  return 0;
-}

@@ -215,8 +215,3 @@ void run_one_input(const uint8_t* data, size_t size) {
 
 }  // namespace fuzz
 }  // namespace attnkit
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  attnkit::fuzz::run_one_input(data, size);
-  return 0;
-}

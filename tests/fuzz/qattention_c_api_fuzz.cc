@@ -162,7 +162,7 @@ void check_in_place(Case c, const std::string& attrs, const CallResult& stateles
   const CallResult r = call_c_api(kOp, c.tensors, attrs, "output", in.below(4), "auto", true);
   if (r.code != ATTNKIT_OK) fail("in-place call refused what the stateless one accepted: " + r.message);
   if (r.find("output")->storage != stateless.find("output")->storage) fail("in-place output differs from stateless");
-  if (c.tensors["past"].bytes != owned(*present).bytes)
+  if (!same_bytes(c.tensors["past"], *present))
     fail("the in-place buffer differs from the stateless present");
 }
 
@@ -170,10 +170,7 @@ void check_in_place(Case c, const std::string& attrs, const CallResult& stateles
 
 void run_one_input(const uint8_t* data, size_t size) {
   ByteReader in(data, size);
-  pick_isa(in);
-  const uint64_t seed = in.u32();
-  Case c = build_case(in, seed);
-  for (uint32_t m = in.below(4); m > 0 && in.remaining(); --m) mutate(in, &c);
+  Case c = case_from_bytes<Case>(in, build_case, mutate);
   const std::string attrs = json_object(c.attrs);
   const std::string outputs = c.tensors.count("past") || in.below(2) ? "output,present" : "output";
   const CallResult r = call_c_api(kOp, c.tensors, attrs, outputs, static_cast<int>(in.below(4)), "auto", false);
@@ -186,8 +183,3 @@ void run_one_input(const uint8_t* data, size_t size) {
 
 }  // namespace fuzz
 }  // namespace attnkit
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  attnkit::fuzz::run_one_input(data, size);
-  return 0;
-}
