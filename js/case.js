@@ -2,8 +2,10 @@
 // Materializes tensors from `data`, `base64` or `random` bit-identically to the C++ loader (native/case/case_file.cc:
 // splitmix64, doubles rounded to the dtype nearest-even) with the same error messages, and compares results.
 // No Node APIs on purpose.
+import { shown } from './errors.js';
 
-export const DTYPES = {
+// No prototype: a dtype named "constructor" or "toString" is unknown, not one of Object's members.
+export const DTYPES = Object.assign(Object.create(null), {
   float32: { bytes: 4, array: Float32Array, float: true },
   float16: { bytes: 2, array: Uint16Array, float: true },
   bfloat16: { bytes: 2, array: Uint16Array, float: true },
@@ -13,7 +15,7 @@ export const DTYPES = {
   int64: { bytes: 8, array: BigInt64Array, low: -(2n ** 63n), high: 2n ** 63n - 1n },
   // Reference outputs of the CLI (`--reference`) are float64.
   float64: { bytes: 8, array: Float64Array, float: true },
-};
+});
 
 export class CaseError extends Error {}
 
@@ -21,7 +23,7 @@ const CASE_DTYPES = ['float32', 'float16', 'bfloat16', 'int8', 'uint8', 'int32',
 
 function dtypeInfo(dtype) {
   const info = DTYPES[dtype];
-  if (!info) throw new CaseError(`unknown dtype "${dtype}"`);
+  if (!info) throw new CaseError(`unknown dtype "${shown(dtype)}"`);
   return info;
 }
 

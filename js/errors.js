@@ -10,3 +10,18 @@ export class AttnkitError extends Error {
     this.code = code;
   }
 }
+
+// A caller's value as message text. A template literal throws on a Symbol (and on an object with no primitive
+// value), which would turn a refused argument into a TypeError.
+export function shown(value) {
+  try {
+    return String(value);
+  } catch {
+    return typeof value;
+  }
+}
+
+// The first line of what was thrown, for a one-line message.
+export function thrownLine(e) {
+  return shown(e?.message ?? e).split('\n')[0];
+}

@@ -1,12 +1,12 @@
 // attnkit JS package entry: GroupQueryAttention and QAttention on WebAssembly (SIMD128, threaded where
 // the environment allows). `init()` loads a build; the op functions take { name: { data, shape, dtype? } }
 // and return owned typed arrays; `createInstance()` gives independent modules (e.g. both builds at once).
-import { AttnkitError } from './errors.js';
+import { AttnkitError, shown, thrownLine } from './errors.js';
 import { availableCores, BUILDS, detectBuild, loadModule, terminateWorkers } from './loader.js';
 import {
   createKvCache as newCacheHandle, createQAttentionCache as newQAttentionCacheHandle, heapBuffer, loadKvCache,
   loadQAttentionCache, readKvCache, readQAttentionCache, reserveKvCache, runOperator, stepKvCache, stepQAttentionCache,
-  truncateKvCache, truncateQAttentionCache, PinnedTensor, pinTensor,
+  truncateKvCache, truncateQAttentionCache, PinnedTensor, pinTensor, WasmTrap,
 } from './marshal.js';
 import { CaseError, materializeTensor, normalizeCase } from './case.js';
 
@@ -33,6 +33,17 @@ function checkThreads(threads, what) {
   if (threads !== undefined && !(Number.isInteger(threads) && threads >= 0)) {
     throw new AttnkitError(`${what}: threads must be a non-negative integer (0 = default)`);
   }
+}
+
+// A call's options ({ threads, path, into, outputs }; none when undefined or null), checked.
+function callOptions(options, what) {
+  if (options == null) return {};
+  if (typeof options !== 'object') throw new AttnkitError(`${what}: options must be an object`);
+  checkThreads(options.threads, what);
+  if (options.path !== undefined && !PATHS.has(options.path)) {
+    throw new AttnkitError(`${what}: path must be auto, naive or flash`);
+  }
+  return options;
 }
 
 // A case object as the arguments of one op call: { op, inputs (typed arrays), attrs, outputs }. Benchmarks
@@ -80,6 +91,7 @@ export class AttnkitInstance {
   // Forces a kernel ISA ('scalar' | 'wasm128'); false if this build lacks it.
   setIsa(isa) {
     this.#checkAlive();
+    if (typeof isa !== 'string') throw new AttnkitError(`setIsa: the ISA must be a string, got ${typeof isa}`);
     const bytes = new TextEncoder().encode(`${isa}\0`);
     const at = this.Module._malloc(bytes.length) >>> 0;
     new Uint8Array(heapBuffer(this.Module)).set(bytes, at);
@@ -89,20 +101,33 @@ export class AttnkitInstance {
     return ok;
   }
 
-  run(op, inputs, attrs, options = {}) {
+  run(op, inputs, attrs, options) {
+    if (typeof op !== 'string') throw new AttnkitError('run: op must be a string such as "GroupQueryAttention"');
+    return this._guard(op, () => {
+      const o = callOptions(options, op);
+      return runOperator(this.Module, op, inputs, attrs, o, this._callThreads(o));
+    });
+  }
+
+  // Threads for one call: the call's, else the instance's, clamped to the pool.
+  _callThreads(options) {
+    return Math.min(options.threads || this.threads, this.maxThreads);
+  }
+
+  // Runs fn, which calls into the module. A trap leaves the module in an unknown state: the instance is disposed and
+  // later calls refused rather than compute garbage. Anything else thrown (a getter of the caller's that throws) is
+  // an AttnkitError for invalid input, and the instance goes on: a call frees what it allocated on every way out.
+  _guard(what, fn) {
     this.#checkAlive();
-    checkThreads(options.threads, op);
-    if (options.path !== undefined && !PATHS.has(options.path)) {
-      throw new AttnkitError(`${op}: path must be auto, naive or flash`);
-    }
-    const threads = Math.min(options.threads || this.threads, this.maxThreads);
     try {
-      return runOperator(this.Module, op, inputs, attrs, options, threads);
+      return fn();
     } catch (e) {
       if (e instanceof AttnkitError) throw e;
-      // A trap leaves the module in an unknown state: refuse further calls rather than compute garbage.
-      this.dispose();
-      throw new AttnkitError(`${op}: the wasm module trapped (${e?.message ?? e}); call init() again`, 1);
+      if (e instanceof WasmTrap || e instanceof WebAssembly.RuntimeError) {
+        this.dispose();
+        throw new AttnkitError(`${what}: the wasm module trapped (${e.message}); call init() again`, 1);
+      }
+      throw new AttnkitError(`${what}: ${thrownLine(e)}`, 2);
     }
   }
 
@@ -116,21 +141,19 @@ export class AttnkitInstance {
 
   // A GroupQueryAttention KV cache in wasm memory that grows in place: see KvCache.
   createKvCache(config) {
-    this.#checkAlive();
-    return new KvCache(this, newCacheHandle(this.Module, config), config);
+    return this._guard('kv cache', () => new KvCache(this, newCacheHandle(this.Module, config ?? {}), config ?? {}));
   }
 
   // Copies a tensor into this instance's wasm memory once; passed as an input (to any call or cache step of this
   // instance) it is not copied again: a model's rotary tables or QAttention's weights, constant across its calls.
   pin(tensor) {
-    this.#checkAlive();
-    return pinTensor(this, tensor);
+    return this._guard('pin', () => pinTensor(this, tensor));
   }
 
   // A QAttention past/present cache in wasm memory that grows in place: see QAttentionCache.
   createQAttentionCache(config) {
-    this.#checkAlive();
-    return new QAttentionCache(this, newQAttentionCacheHandle(this.Module, config ?? {}), config);
+    return this._guard('qattention cache',
+      () => new QAttentionCache(this, newQAttentionCacheHandle(this.Module, config ?? {}), config ?? {}));
   }
 
   // Runs one case object (the corpus format, tests/cases); returns { outputs }.
@@ -164,17 +187,19 @@ class ResidentCache {
     this.#free = free;
   }
 
-  // The live instance and the cache's handle; throws once either is gone.
-  _live() {
+  // fn(Module, handle), guarded as the instance's own calls are (AttnkitInstance._guard); throws once the cache or
+  // its instance is gone.
+  _call(fn) {
     if (!this.#handle) throw new AttnkitError(`${this.#what}: disposed`, 1);
-    if (this.#instance.disposed) throw new AttnkitError('attnkit: this instance was disposed; call init() again', 1);
-    return [this.#instance, this.#handle];
+    return this.#instance._guard(this.#what, () => fn(this.#instance.Module, this.#handle));
   }
 
-  // Threads for one step of `inst`: the call's, else the instance's, clamped to its pool.
-  _threads(options, inst) {
-    checkThreads(options.threads, this.#what);
-    return Math.min(options.threads || inst.threads, inst.maxThreads);
+  // One step: fn(Module, handle, options, threads) with the call's options checked.
+  _step(options, fn) {
+    return this._call((Module, handle) => {
+      const o = callOptions(options, this.#what);
+      return fn(Module, handle, o, this.#instance._callThreads(o));
+    });
   }
 
   // Frees the cache's wasm memory (also freed with its instance).
@@ -197,55 +222,50 @@ export class KvCache extends ResidentCache {
 
   // inputs: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length;
   // attrs: its attributes. Returns { output }.
-  step(inputs, attrs, options = {}) {
-    const [inst, handle] = this._live();
-    return stepKvCache(inst.Module, handle, inputs, attrs, options, this._threads(options, inst));
+  step(inputs, attrs, options) {
+    return this._step(options, (Module, handle, o, threads) => stepKvCache(Module, handle, inputs, attrs, o, threads));
   }
 
   // Tokens the cache stands for (rotary positions go on from here); `rows` of them are held, fewer with a window.
   get length() {
-    const [inst, handle] = this._live();
-    return inst.Module._attnkit_kv_cache_length(handle);
+    return this._call((Module, handle) => Module._attnkit_kv_cache_length(handle));
   }
 
   get rows() {
-    const [inst, handle] = this._live();
-    return inst.Module._attnkit_kv_cache_rows(handle);
+    return this._call((Module, handle) => Module._attnkit_kv_cache_rows(handle));
   }
 
   clear() {
-    const [inst, handle] = this._live();
-    inst.Module._attnkit_kv_cache_clear(handle);
+    this._call((Module, handle) => Module._attnkit_kv_cache_clear(handle));
   }
 
   // Grows the capacity to `capacity` tokens, keeping the cached ones (a conversation that outgrows its first guess,
   // without the model's whole context allocated up front); a capacity not above the current one changes nothing.
   reserve(capacity) {
-    const [inst, handle] = this._live();
-    reserveKvCache(inst.Module, handle, capacity);
+    this._call((Module, handle) => reserveKvCache(Module, handle, capacity));
     this.capacity = Math.max(this.capacity, capacity);
   }
 
   // Keeps the first `length` tokens: a rejected speculative draft or a regenerated reply is dropped, and the next
   // step gives what a cache that never held it would. A window cache goes back as far as its rows allow.
   truncate(length) {
-    const [inst, handle] = this._live();
-    truncateKvCache(inst.Module, handle, length);
+    this._call((Module, handle) => truncateKvCache(Module, handle, length));
   }
 
   // Replaces the cached tokens with { past_key, past_value } in the present layout (batch, kvHeads, rows, row) of
   // the cache dtype: ORT's present_key/present_value or read()'s, such as a prompt prefix computed once and shared.
   // options.length is the tokens they stand for (default: every row): the first rows, or a window cache's rows
   // after that many tokens. Quantized rows must be continued with the scales that wrote them.
-  load({ past_key, past_value } = {}, { length } = {}) {
-    const [inst, handle] = this._live();
-    loadKvCache(inst.Module, handle, { past_key, past_value }, length);
+  load(tensors, options) {
+    this._call((Module, handle) => {
+      const { past_key, past_value } = tensors ?? {};
+      loadKvCache(Module, handle, { past_key, past_value }, options?.length);
+    });
   }
 
   // The held tokens as { present_key, present_value }, arrays the caller owns (or options.into's).
-  read({ into } = {}) {
-    const [inst, handle] = this._live();
-    return readKvCache(inst.Module, handle, into);
+  read(options) {
+    return this._call((Module, handle) => readKvCache(Module, handle, options?.into));
   }
 }
 
@@ -260,37 +280,32 @@ export class QAttentionCache extends ResidentCache {
   }
 
   // inputs: QAttention's inputs without past; attrs: its attributes. Returns { output }.
-  step(inputs, attrs, options = {}) {
-    const [inst, handle] = this._live();
-    return stepQAttentionCache(inst.Module, handle, inputs, attrs, options, this._threads(options, inst));
+  step(inputs, attrs, options) {
+    return this._step(options,
+      (Module, handle, o, threads) => stepQAttentionCache(Module, handle, inputs, attrs, o, threads));
   }
 
   get length() {
-    const [inst, handle] = this._live();
-    return inst.Module._attnkit_qattention_cache_length(handle);
+    return this._call((Module, handle) => Module._attnkit_qattention_cache_length(handle));
   }
 
   clear() {
-    const [inst, handle] = this._live();
-    inst.Module._attnkit_qattention_cache_clear(handle);
+    this._call((Module, handle) => Module._attnkit_qattention_cache_clear(handle));
   }
 
   // Keeps the first `length` tokens.
   truncate(length) {
-    const [inst, handle] = this._live();
-    truncateQAttentionCache(inst.Module, handle, length);
+    this._call((Module, handle) => truncateQAttentionCache(Module, handle, length));
   }
 
   // Replaces the cached tokens with { past }, (2, batch, heads, rows, headSize) float32: ORT's present or read()'s.
-  load({ past } = {}) {
-    const [inst, handle] = this._live();
-    loadQAttentionCache(inst.Module, handle, past);
+  load(tensors) {
+    this._call((Module, handle) => loadQAttentionCache(Module, handle, tensors?.past));
   }
 
   // The held tokens as { present }, (2, batch, heads, length, headSize), an array the caller owns (or into's).
-  read({ into } = {}) {
-    const [inst, handle] = this._live();
-    return readQAttentionCache(inst.Module, handle, into);
+  read(options) {
+    return this._call((Module, handle) => readQAttentionCache(Module, handle, options?.into));
   }
 }
 
@@ -303,7 +318,7 @@ export async function createInstance({ threads, build = 'auto', wasmPaths } = {}
   let chosen = detected.build;
   let reason = detected.reason;
   if (build !== 'auto') {
-    if (!BUILDS[build]) throw new AttnkitError(`init: build must be auto, simd-threaded or simd, got "${build}"`);
+    if (!BUILDS[build]) throw new AttnkitError(`init: build must be auto, simd-threaded or simd, got "${shown(build)}"`);
     if (build === 'simd-threaded' && detected.build !== 'simd-threaded') {
       throw new AttnkitError(`init: the simd-threaded build cannot run here: ${detected.reason}`, 1);
     }

@@ -4,10 +4,11 @@
 // and workers; Node-only modules are imported lazily so bundlers for the web never see them.
 import { AttnkitError } from './errors.js';
 
-export const BUILDS = {
+// No prototype, as case.js's DTYPES: a build named "toString" is unknown.
+export const BUILDS = Object.assign(Object.create(null), {
   'simd-threaded': { script: 'attnkit-simd-threaded.js', wasm: 'attnkit-simd-threaded.wasm', threaded: true },
   simd: { script: 'attnkit-simd.js', wasm: 'attnkit-simd.wasm', threaded: false },
-};
+});
 
 export const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' &&
   typeof window === 'undefined';

@@ -1,12 +1,14 @@
 // attnkit JS package: moves tensors between JS typed arrays and the wasm heap around one C ABI call.
 // Everything a call needs (strings, shapes, attnkit_tensor records, input bytes) goes into one malloc'd
 // block that is freed with the result before returning, so repeated calls do not grow the heap.
-import { AttnkitError } from './errors.js';
+import { AttnkitError, shown, thrownLine } from './errors.js';
 import { DTYPES, materializeTensor } from './case.js';
 
 // dtype codes of core/include/attnkit/attnkit.h, in order.
 const DTYPE_NAMES = ['float32', 'float16', 'bfloat16', 'int8', 'uint8', 'int32', 'int64'];
-const DTYPE_CODES = Object.fromEntries(DTYPE_NAMES.map((name, code) => [name, code]));
+// No prototype, as case.js's DTYPES.
+const DTYPE_CODES = Object.assign(Object.create(null),
+  Object.fromEntries(DTYPE_NAMES.map((name, code) => [name, code])));
 // attnkit_tensor on wasm32: name, dtype, rank, shape, data (4 bytes each); pinned by wasm/wasm_exports.cc.
 const TENSOR_RECORD_BYTES = 20;
 
@@ -32,6 +34,17 @@ function holdsDtype(data, dtype) {
 }
 function arrayTypesOf(dtype) {
   return DTYPES[dtype].array.name + (dtype === 'float16' && Float16ArrayType ? ' or Float16Array' : '');
+}
+
+// An exception out of a call into the module itself (a trap, an abort): the module's state is unknown after it, so
+// the instance refuses later calls (AttnkitInstance._guard). Anything thrown before or after that call is not one.
+export class WasmTrap extends Error {}
+function enterModule(call) {
+  try {
+    return call();
+  } catch (e) {
+    throw new WasmTrap(thrownLine(e), { cause: e });
+  }
 }
 
 export function dtypeName(code) {
@@ -98,9 +111,11 @@ export function normalizeInput(name, tensor, Module) {
     throw new AttnkitError(`${name}: shape must be an array of non-negative integers`);
   }
   let { dtype = ortTensor ? tensor.type : undefined, data } = tensor;
+  if (dtype != null && DTYPE_CODES[dtype] === undefined) {
+    throw new AttnkitError(`${name}: unknown dtype "${shown(dtype)}" (${DTYPE_NAMES.join(', ')})`);
+  }
   if (Array.isArray(data)) {
     if (!dtype) throw new AttnkitError(`${name}: a plain array needs a dtype`);
-    if (!DTYPE_CODES.hasOwnProperty(dtype)) throw new AttnkitError(`${name}: unknown dtype "${dtype}"`);
     try {
       ({ data } = materializeTensor({ dtype, shape, data }, name));
     } catch (e) {
@@ -118,15 +133,27 @@ export function normalizeInput(name, tensor, Module) {
     }
     dtype = inferred;
   }
-  if (!DTYPE_CODES.hasOwnProperty(dtype)) throw new AttnkitError(`${name}: unknown dtype "${dtype}"`);
   if (!holdsDtype(data, dtype)) {
     throw new AttnkitError(`${name}: dtype ${dtype} needs a ${arrayTypesOf(dtype)}, got ${data.constructor.name}`);
+  }
+  // A transferred (detached) buffer reads as empty, and no view of it can be made.
+  if (data.byteLength === 0 && isDetached(data.buffer)) {
+    throw new AttnkitError(`${name}: the data's buffer was transferred (detached)`);
   }
   const count = shape.reduce((n, d) => n * d, 1);
   if (data.length !== count) {
     throw new AttnkitError(`${name}: data holds ${data.length} elements, shape [${shape.join(', ')}] needs ${count}`);
   }
   return { dtype, shape, data };
+}
+
+function isDetached(buffer) {
+  try {
+    new Uint8Array(buffer, 0, 0);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 const align = (n, a) => Math.ceil(n / a) * a;
@@ -337,14 +364,27 @@ function callPacked(Module, what, inputs, attrs, { outputs, path, into, op } = {
 const attrReplacer = (key, value) =>
   typeof value === 'bigint' ? Number(value) : typeof value === 'number' && !Number.isFinite(value) ? String(value) : value;
 function attrsToJson(attrs) {
+  let plain = true;
   for (const key in attrs) {
     const value = attrs[key];
-    if (typeof value === 'number' && !Number.isFinite(value)) return JSON.stringify(attrs, attrReplacer);
+    // JSON would drop these without a word, and the attribute would take its default.
+    if (typeof value === 'function' || typeof value === 'symbol') {
+      throw new AttnkitError(`${key}: attribute must be a number, string or array, got a ${typeof value}`);
+    }
+    if (typeof value === 'bigint' || (typeof value === 'number' && !Number.isFinite(value))) plain = false;
   }
+  const json = (replacer) => JSON.stringify(attrs ?? {}, replacer);
   try {
-    return JSON.stringify(attrs ?? {});
-  } catch {
-    return JSON.stringify(attrs, attrReplacer);
+    if (plain) {
+      try {
+        return json();
+      } catch {
+        // a BigInt inside an array: the replacer takes it
+      }
+    }
+    return json(attrReplacer);
+  } catch (e) {
+    throw new AttnkitError(`attrs: cannot be written as JSON (${thrownLine(e)})`);
   }
 }
 
@@ -355,7 +395,7 @@ function callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, 
   const args = packArguments(Module, what, attrsJson, packed, outputsCsv, path);
   let result = 0;
   try {
-    const rc = invoke(args, packed.length, shared);
+    const rc = enterModule(() => invoke(args, packed.length, shared));
     result = heapViews(Module).view.getUint32(args.resultSlot, true);
     if (rc !== 0) {
       const message = result ? Module.UTF8ToString(Module._attnkit_result_error(result) >>> 0) : '';
@@ -466,7 +506,7 @@ export function stepKvCache(Module, cache, inputs, attrs, { path, into } = {}, t
 // them out as { present_key, present_value }, truncate keeps the first `length`; reserve grows the capacity.
 function cacheLength(length, what, cache = 'kv cache') {
   if (!Number.isInteger(length) || length < 0 || length > 0x7fffffff) {
-    throw new AttnkitError(`${cache}: ${what} must be an integer in [0, 2147483647], got ${length}`);
+    throw new AttnkitError(`${cache}: ${what} must be an integer in [0, 2147483647], got ${shown(length)}`);
   }
   return length;
 }
@@ -497,13 +537,13 @@ export function truncateKvCache(Module, cache, length) {
 function createHandle(Module, what, sizes, create) {
   for (const [name, v] of Object.entries(sizes)) {
     if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) {
-      throw new AttnkitError(`${what}: ${name} must be an integer in [0, 2147483647], got ${v}`);
+      throw new AttnkitError(`${what}: ${name} must be an integer in [0, 2147483647], got ${shown(v)}`);
     }
   }
   const slots = Module._malloc(8) >>> 0;
   if (slots === 0) throw new AttnkitError('out of memory', 1);
   try {
-    const rc = create(sizes, slots);
+    const rc = enterModule(() => create(sizes, slots));
     const view = new DataView(heapBuffer(Module));
     const cache = view.getUint32(slots, true);
     const result = view.getUint32(slots + 4, true);
@@ -519,7 +559,7 @@ function createHandle(Module, what, sizes, create) {
 // Creates a KV cache in wasm memory; returns its handle or throws AttnkitError with the C ABI's message.
 export function createKvCache(Module, { batch = 1, kvHeads, headSize, capacity, dtype = 'float32', window = 0 }) {
   const code = DTYPE_CODES[dtype];
-  if (code === undefined) throw new AttnkitError(`kv cache: unknown dtype "${dtype}"`);
+  if (code === undefined) throw new AttnkitError(`kv cache: unknown dtype "${shown(dtype)}"`);
   return createHandle(Module, 'kv cache', { batch, kvHeads, headSize, capacity, window }, (n, slots) =>
     Module._attnkit_kv_cache_create_window(n.batch, n.kvHeads, n.headSize, n.capacity, n.window, code, slots,
       slots + 4));
