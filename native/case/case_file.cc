@@ -180,9 +180,9 @@ Status read_text_file(const std::string& path, std::string* text) {
   char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text->append(buf, n);
-  bool bad = std::ferror(f) != 0;
+  const int error = std::ferror(f) ? errno : 0;  // a directory opens, then reads fail with EISDIR
   std::fclose(f);
-  if (bad) return Status::Error(path + ": read error");
+  if (error) return Status::Error(path + ": read error: " + std::strerror(error));
   return Status::Ok();
 }
 

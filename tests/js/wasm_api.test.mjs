@@ -557,6 +557,19 @@ describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
     if (haveCli) assert.equal(r.stderr.trim(), nativeRun(invalid.file, 0).error);
   });
 
+  test('a case file that cannot be read exits 1 with one line naming it, as the native CLI does', () => {
+    const clis = [[process.execPath, [bin]], ...(haveCli ? [[cli, []]] : [])];
+    for (const [command, prefix] of clis) {
+      for (const file of [os.tmpdir(), path.join(os.tmpdir(), `attnkit-missing-${process.pid}.json`)]) {
+        const r = spawnSync(command, [...prefix, 'run', file], { encoding: 'utf8' });
+        assert.equal(r.status, 1, `${command} ${file}: ${r.stderr}`);
+        assert.equal(r.stdout, '');
+        assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+        assert.ok(r.stderr.startsWith(`${file}: `), r.stderr);
+      }
+    }
+  });
+
   test('help prints the usage on stdout and exits 0', () => {
     for (const args of [['--help'], ['help'], ['run', 'case.json', '-h']]) {
       const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
