@@ -43,6 +43,10 @@ function callOptions(options, what) {
   if (options.path !== undefined && !PATHS.has(options.path)) {
     throw new AttnkitError(`${what}: path must be auto, naive or flash`);
   }
+  const { outputs } = options;
+  if (outputs !== undefined && !(Array.isArray(outputs) && outputs.every((name) => typeof name === 'string'))) {
+    throw new AttnkitError(`${what}: outputs must be an array of output names`);
+  }
   return options;
 }
 
