@@ -465,7 +465,8 @@ TEST(CApi, InPlaceQAttentionMatchesTheStatelessCall) {
 }
 
 // The QAttention cache's entries: a prompt and a token give the stateless calls' bits and read() their present,
-// which load() takes back; a null cache, a step past the capacity and a load of anything but past are refused.
+// which load() takes back; a null cache, a step past the capacity, a load of anything but past and null data are
+// refused.
 TEST(CApi, QAttentionCacheMatchesTheStatelessCalls) {
   const int64_t N = 2, H = 16, D = N * H;
   std::vector<uint8_t> prompt(3 * D), token(D), w(D * 3 * D);
@@ -512,6 +513,24 @@ TEST(CApi, QAttentionCacheMatchesTheStatelessCalls) {
   past.name = "present";
   EXPECT_EQ(attnkit_qattention_cache_load(cache, &past, 1, &wrong_name.r), ATTNKIT_INVALID);
   EXPECT_NE(std::string(attnkit_result_error(wrong_name.r)).find("load takes past, not present"), std::string::npos);
+  // A null data pointer for a non-empty tensor is refused by name, never read: each input of the stateless op and of
+  // a step, and a load's past (it used to crash the stateless op).
+  for (size_t i = 0; i < next.size(); ++i) {
+    std::vector<attnkit_tensor> null_data = next;
+    null_data[i].data = nullptr;
+    const std::string message = std::string(null_data[i].name) + ": data pointer is null for a non-empty tensor";
+    ResultGuard stateless, step;
+    EXPECT_EQ(run("QAttention", attrs, null_data, nullptr, &stateless), ATTNKIT_INVALID);
+    EXPECT_EQ(attnkit_result_error(stateless.r), message);
+    EXPECT_EQ(attnkit_qattention_cache_step(cache, attrs, null_data.data(), 5, 1, nullptr, &step.r), ATTNKIT_INVALID);
+    EXPECT_EQ(attnkit_result_error(step.r), message);
+  }
+  past.name = "past";
+  past.data = nullptr;
+  ResultGuard null_load;
+  EXPECT_EQ(attnkit_qattention_cache_load(cache, &past, 1, &null_load.r), ATTNKIT_INVALID);
+  EXPECT_STREQ(attnkit_result_error(null_load.r), "past: data pointer is null for a non-empty tensor");
+  EXPECT_EQ(attnkit_qattention_cache_length(cache), 3);
   attnkit_qattention_cache_clear(cache);
   EXPECT_EQ(attnkit_qattention_cache_length(cache), 0);
   attnkit_qattention_cache_free(cache);

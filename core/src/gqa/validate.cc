@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "common/tensor_storage.h"
 #include "gqa/problem.h"
 
 namespace attnkit {
@@ -37,23 +38,6 @@ int64_t checked_product(std::initializer_list<int64_t> factors) {
     n *= f;
   }
   return n;
-}
-
-// A present tensor must describe memory that can exist: no negative or overflowing shape, and a
-// data pointer whenever it has elements.
-Status check_storage(const TensorView* t, const char* name) {
-  if (!t) return Status::Ok();
-  for (int64_t d : t->shape) {
-    if (d < 0) return fail(std::string(name) + ": shape " + shape_to_string(t->shape) +
-                           " has a negative dimension");
-  }
-  int64_t n = t->elements();
-  if (n < 0 || n > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(dtype_size(t->dtype)))
-    return fail(std::string(name) + ": element count of shape " + shape_to_string(t->shape) +
-                " overflows");
-  if (n > 0 && t->data == nullptr)
-    return fail(std::string(name) + ": data pointer is null for a non-empty tensor");
-  return Status::Ok();
 }
 
 Status expect_rank(const TensorView& t, const char* name, size_t rank) {
@@ -580,7 +564,7 @@ Status validate_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const G
       {inputs.head_sink, "head_sink"}, {inputs.k_scale, "k_scale"},
       {inputs.v_scale, "v_scale"},     {inputs.q_norm_weight, "q_norm_weight"},
       {inputs.k_norm_weight, "k_norm_weight"}};
-  for (const auto& [view, name] : all) ATTNKIT_RETURN_IF_ERROR(check_storage(view, name));
+  for (const auto& [view, name] : all) ATTNKIT_RETURN_IF_ERROR(check_tensor_storage(view, name));
 
   ATTNKIT_RETURN_IF_ERROR(check_qkv(inputs, &p));
   ATTNKIT_RETURN_IF_ERROR(check_cache(inputs, &p));

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/head_rows.h"
+#include "common/tensor_storage.h"
 
 namespace attnkit {
 namespace {
@@ -82,6 +83,7 @@ Status QAttentionKvCache::load(const TensorView& past) {
     return Status::Error("past: must be float32 (2, batch=" + std::to_string(config_.batch) + ", heads=" +
                          std::to_string(config_.heads) + ", rows, head_size=" + std::to_string(config_.head_size) +
                          "), got " + dtype_name(past.dtype) + " " + shape_to_string(s));
+  ATTNKIT_RETURN_IF_ERROR(check_tensor_storage(&past, "past"));
   if (s[3] > config_.capacity)
     return Status::Error("past: " + std::to_string(s[3]) + " rows exceed the cache's capacity " +
                          std::to_string(config_.capacity));

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
+#include "common/tensor_storage.h"
 #include "gemm_u8x8/gemm_u8x8.h"
 #include "qattention/problem.h"
 
@@ -185,6 +187,11 @@ Status validate_qattention(const QAttentionInputs& in, const QAttentionAttribute
   if (!in.bias) return fail("bias: required input is missing");
   if (!in.input_scale) return fail("input_scale: required input is missing");
   if (!in.weight_scale) return fail("weight_scale: required input is missing");
+  const std::pair<const TensorView*, const char*> all[] = {
+      {in.input, "input"}, {in.weight, "weight"}, {in.bias, "bias"}, {in.input_scale, "input_scale"},
+      {in.weight_scale, "weight_scale"}, {in.mask_index, "mask_index"}, {in.input_zero_point, "input_zero_point"},
+      {in.weight_zero_point, "weight_zero_point"}, {in.past, "past"}};
+  for (const auto& [view, name] : all) ATTNKIT_RETURN_IF_ERROR(check_tensor_storage(view, name));
 
   const TensorView& x = *in.input;
   ATTNKIT_RETURN_IF_ERROR(require_dtype("input", x, DType::kUInt8, "the CPU kernel takes uint8 activations only"));
