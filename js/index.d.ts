@@ -105,6 +105,8 @@ export interface CaseObject {
   [key: string]: unknown;
 }
 
+/** What every call throws, with a one-line message; the instance goes on, unless the wasm module trapped (code 1,
+ * "the wasm module trapped"): that instance is disposed, and init() or createInstance() starts a fresh one. */
 export class AttnkitError extends Error {
   /** 2: invalid input or attribute (the message names it); 1: internal (out of memory, not initialised). */
   code: 1 | 2;
