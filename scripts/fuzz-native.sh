@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-300}
-targets=${2:-gqa_c_api qattention_c_api kv_cache_c_api}
+targets=${2:-gqa_c_api qattention_c_api kv_cache_c_api qattention_cache_c_api}
 if ! command -v clang++ >/dev/null; then
   echo "fuzz-native: clang++ is needed (apt-get install clang)" >&2
   exit 2

@@ -52,6 +52,7 @@ struct OwnedTensor {
   DType dtype = DType::kFloat32;
   Shape shape;
   std::vector<uint8_t> bytes;
+  bool null_data = false;  // passed with a null data pointer (a C caller's mistake)
 };
 
 inline size_t tensor_bytes(const OwnedTensor& t) {
@@ -141,6 +142,25 @@ inline bool inject_specials(ByteReader& in, OwnedTensor* t) {
 
 const char* const kPaths[] = {"auto", "naive", "flash"};
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+// Whether a cache of `bytes` is left to the release replay: under AddressSanitizer, freeing gigabytes poisons all of
+// their shadow (over a minute for 16 GiB, where the release replay takes microseconds), so sizes from 1 GiB up to
+// the caches' 16 GiB limit are not created there.
+inline bool left_to_the_replay(double bytes) {
+  return kAddressSanitizer && bytes > double(1 << 30) && bytes <= double(int64_t{1} << 35);
+}
+
 // What each target defines: one input, checked (fuzz_entry.cc hands it to libFuzzer and the replay driver).
 void run_one_input(const uint8_t* data, size_t size);
 
@@ -197,7 +217,7 @@ inline std::vector<attnkit_tensor> c_tensors(std::map<std::string, OwnedTensor>&
   for (auto& [name, t] : tensors) {
     current_case() += " " + name + ":" + dtype_name(t.dtype) + shape_to_string(t.shape);
     args.push_back({name.c_str(), static_cast<int>(t.dtype), static_cast<int>(t.shape.size()), t.shape.data(),
-                    t.bytes.data()});
+                    t.null_data ? nullptr : t.bytes.data()});
   }
   return args;
 }
@@ -246,6 +266,16 @@ inline CallResult call_c_api(const char* op, std::map<std::string, OwnedTensor>&
   const int code = in_place ? run_in_place(attrs.c_str(), args.data(), n, outputs.c_str(), threads, path, &result)
                             : attnkit_run(op, attrs.c_str(), args.data(), n, outputs.c_str(), threads, path, &result);
   return take_result(code, result);
+}
+
+// The call again on another thread count must give the same bits (RunOptions: results do not depend on it).
+inline void expect_same_bits_on(const char* op, std::map<std::string, OwnedTensor>& tensors, const std::string& attrs,
+                                const std::string& outputs, int threads, const char* path, const CallResult& first) {
+  const CallResult again = call_c_api(op, tensors, attrs, outputs, threads, path, false);
+  if (again.code != ATTNKIT_OK) fail("refused on " + std::to_string(threads) + " threads: " + again.message);
+  for (const auto& [name, t] : first.outputs)
+    if (!again.find(name) || again.find(name)->storage != t.storage)
+      fail(name + " differs on " + std::to_string(threads) + " threads");
 }
 
 inline bool same_bytes(const OwnedTensor& a, const Tensor& b) {

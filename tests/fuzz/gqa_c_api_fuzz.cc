@@ -74,14 +74,23 @@ Case build_case(ByteReader& in, uint64_t seed) {
     c.tensors["key"] = random_floats(dtype, {B, S, kv * H}, seed + 2);
     c.tensors["value"] = random_floats(dtype, {B, S, kv * H}, seed + 3);
   }
-  if (P > 0 || cache[0] || in.below(4) == 0) {
-    const int64_t capacity = P + (in.below(4) == 0 ? in.below(5) : 0);
+  // sliding_window_cache = 1 (spec §2.9): the past is a buffer of C >= W rows holding each entry's latest tokens
+  // (its rows past them unspecified: random here), while the lengths stay absolute. Its prompts are not padded.
+  const bool window_cache = in.below(8) == 7;
+  if (window_cache) {
+    a.sliding_window_cache = 1;
+    a.local_window_size = 1 + in.below(static_cast<uint32_t>(std::min<int64_t>(T, 250)));
+  }
+  if (P > 0 || cache[0] || window_cache || in.below(4) == 0) {
+    static const int64_t kSpare[] = {0, 0, 3, 40};
+    const int64_t capacity = window_cache ? a.local_window_size + kSpare[in.below(4)]
+                                          : P + (in.below(4) == 0 ? in.below(5) : 0);
     c.tensors["past_key"] = random_cache(cache_dtype, {B, kv, capacity, row}, seed + 4);
     c.tensors["past_value"] = random_cache(cache_dtype, {B, kv, capacity, row}, seed + 5);
   }
   // Ragged batches: entry 0 full, the others shorter (a first prompt keeps T_b <= S, a later step T_b >= S).
   std::vector<int32_t> seqlens(static_cast<size_t>(B), static_cast<int32_t>(T - 1));
-  if (in.below(3) == 0)
+  if (in.below(3) == 0 && !(window_cache && P == 0))
     for (int64_t b = 1; b < B; ++b) {
       const int64_t shorter = in.below(static_cast<uint32_t>(std::min<int64_t>(T, 200)));
       seqlens[b] = static_cast<int32_t>(std::max<int64_t>(T - 1 - shorter, P == 0 ? 0 : S - 1));
@@ -110,9 +119,9 @@ Case build_case(ByteReader& in, uint64_t seed) {
       c.tensors["k_norm_weight"] = random_floats(dtype, {H}, seed + 9, 0.5, 1.5);
     }
   }
-  const bool non_causal = (features & 2048) && P == 0;  // (ORT: only for a first prompt, without a window)
+  const bool non_causal = (features & 2048) && P == 0 && !window_cache;  // (ORT: a first prompt, without a window)
   if (non_causal) a.causal = 0;
-  else if (features & 32) a.local_window_size = 1 + in.below(static_cast<uint32_t>(std::min<int64_t>(T + 2, 250)));
+  else if ((features & 32) && !window_cache) a.local_window_size = 1 + in.below(static_cast<uint32_t>(std::min<int64_t>(T + 2, 250)));
   if (features & 64) a.softcap = 1.0f + static_cast<float>(in.below(60));
   if (features & 128) {
     const Shape shape{in.below(2) ? B : 1, in.below(2) ? N : 1, S, T};
@@ -125,7 +134,7 @@ Case build_case(ByteReader& in, uint64_t seed) {
   }
   if (features & 256) c.tensors["head_sink"] = random_floats(dtype, {N}, seed + 13);
   else if (features & 512) a.smooth_softmax = 1;
-  if (features & 1024) {
+  if ((features & 1024) && !window_cache) {  // (ORT: no QK output from a window cache)
     a.qk_output = 1 + in.below(2);
     c.outputs += ",output_qk";
   }
@@ -143,7 +152,7 @@ void mutate(ByteReader& in, Case* c) {
   const std::string victim = names[in.below(static_cast<uint32_t>(names.size()))];
   OwnedTensor& t = c->tensors[victim];
   GqaAttributes& a = c->attrs;
-  switch (in.below(14)) {
+  switch (in.below(15)) {
     case 0: c->tensors.erase(victim); break;
     case 1: if (!t.shape.empty()) resize(&t, in.below(static_cast<uint32_t>(t.shape.size())), in.below(70)); break;
     case 2: if (!t.shape.empty()) resize(&t, in.below(static_cast<uint32_t>(t.shape.size())), t.shape[0] + 1); break;
@@ -172,6 +181,7 @@ void mutate(ByteReader& in, Case* c) {
       }
       break;
     }
+    case 13: t.null_data = true; break;
     default: {  // JSON the struct cannot hold: wrong types, out-of-range numbers, an unknown name
       static const char* kNames[] = {"num_heads", "kv_num_heads", "scale", "softcap", "do_rotary", "qk_output",
                                      "causal", "local_window_size", "k_quant_type", "smooth_softmax", "bogus"};
@@ -265,6 +275,7 @@ void run_one_input(const uint8_t* data, size_t size) {
   if (!c.raw_attrs.empty()) return;  // the struct no longer says what was run
   check_against_reference(c, r);
   if (in.below(2)) check_in_place(c, attrs, path, r, in);
+  if (in.below(4) == 3) expect_same_bits_on(kOp, c.tensors, attrs, c.outputs, threads <= 1 ? 3 : 1, path, r);
 }
 
 }  // namespace fuzz

@@ -79,7 +79,7 @@ void mutate(ByteReader& in, Case* c) {
   if (names.empty()) return;
   const std::string victim = names[in.below(static_cast<uint32_t>(names.size()))];
   OwnedTensor& t = c->tensors[victim];
-  switch (in.below(9)) {
+  switch (in.below(10)) {
     case 0: c->tensors.erase(victim); break;
     case 1: if (!t.shape.empty()) resize(&t, in.below(static_cast<uint32_t>(t.shape.size())), in.below(70)); break;
     case 2: t.shape.push_back(1); break;
@@ -88,6 +88,7 @@ void mutate(ByteReader& in, Case* c) {
     case 5: c->tensors["mask_index"] = random_ints(in, {1 + in.below(9)}, -3, 40); break;
     case 6: c->parsed.num_heads = static_cast<int64_t>(in.below(10)) - 1;
             c->attrs["num_heads"] = json_number(c->parsed.num_heads); break;
+    case 7: t.null_data = true; break;
     default: {
       static const char* kNames[] = {"num_heads", "unidirectional", "do_rotary", "past_present_share_buffer",
                                      "mask_filter_value", "scale", "bogus"};
@@ -173,12 +174,14 @@ void run_one_input(const uint8_t* data, size_t size) {
   Case c = case_from_bytes<Case>(in, build_case, mutate);
   const std::string attrs = json_object(c.attrs);
   const std::string outputs = c.tensors.count("past") || in.below(2) ? "output,present" : "output";
-  const CallResult r = call_c_api(kOp, c.tensors, attrs, outputs, static_cast<int>(in.below(4)), "auto", false);
+  const int threads = static_cast<int>(in.below(4));
+  const CallResult r = call_c_api(kOp, c.tensors, attrs, outputs, threads, "auto", false);
   if (r.code != ATTNKIT_OK) return;
   if (c.attrs.count("bogus")) fail("accepted an unknown attribute: " + attrs);
   if (c.raw_attrs) return;  // the struct no longer says what was run
   check_against_reference(c, r);
   if (in.below(2)) check_in_place(c, attrs, r, in);
+  if (in.below(4) == 3) expect_same_bits_on(kOp, c.tensors, attrs, outputs, threads <= 1 ? 3 : 1, "auto", r);
 }
 
 }  // namespace fuzz
