@@ -341,6 +341,15 @@ TEST(KvCache, RejectsOverflowAndMisuse) {
   Tensor out;
   Status st = cache.step(in, attrs, &out);
   EXPECT_NE(st.message().find("exceed the capacity"), std::string::npos) << st.message();
+  // Null pointers are refused, not written through or read, and the cache stays as it was.
+  TensorView one{DType::kFloat32, {1, 1, 8}, x.data()};
+  in.query = in.key = in.value = &one;
+  EXPECT_EQ(cache.step(in, attrs, nullptr).message(), "kv cache: step() needs an output tensor");
+  EXPECT_EQ(cache.read(nullptr, &out).message(), "kv cache: read() needs two output tensors");
+  const TensorView null_data{DType::kFloat32, {1, 1, 2, 8}, nullptr};
+  EXPECT_FALSE(cache.load(null_data, null_data).ok());
+  EXPECT_EQ(cache.length(), 0);
+  EXPECT_TRUE(cache.step(in, attrs, &out).ok());
 }
 
 }  // namespace

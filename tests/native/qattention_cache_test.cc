@@ -163,6 +163,13 @@ TEST(QAttentionCache, ErrorsNameTheRule) {
   const TensorView wrong{DType::kFloat32, {2, 1, N, 2, 8}, past.storage.data()};
   EXPECT_NE(cache.load(wrong).message().find("past: must be float32 (2, batch=1, heads=2, rows, head_size=16)"),
             std::string::npos);
+  const TensorView null_data{DType::kFloat32, {2, 1, N, 2, H}, nullptr};
+  EXPECT_EQ(cache.load(null_data).message(), "past: data pointer is null for a non-empty tensor");
+  // Null output pointers are refused, not written through (and the op's own entry points refuse them too).
+  EXPECT_EQ(cache.step(two.in, attrs, nullptr).message(), "qattention cache: step() needs an output tensor");
+  EXPECT_EQ(cache.read(nullptr).message(), "qattention cache: read() needs an output tensor");
+  EXPECT_EQ(q_attention(prompt.in, attrs, QAttentionRequest(), nullptr).message(), "outputs must not be null");
+  EXPECT_EQ(q_attention_in_place(with_past.in, attrs, nullptr).message(), "outputs must not be null");
   EXPECT_EQ(cache.length(), 3);
 }
 

@@ -97,6 +97,7 @@ Status GqaKvCache::reserve(int64_t capacity) {
 Status GqaKvCache::step(const GqaInputs& inputs, const GqaAttributes& attrs, Tensor* output,
                         const RunOptions& options) {
   if (key_.empty()) return Status::Error("kv cache: init() was not called");
+  if (!output) return Status::Error("kv cache: step() needs an output tensor");
   if (inputs.past_key || inputs.past_value || inputs.seqlens_k || inputs.total_sequence_length)
     return Status::Error("kv cache: past_key, past_value, seqlens_k and total_sequence_length come from the cache");
   if (!inputs.query || inputs.query->shape.size() != 3)

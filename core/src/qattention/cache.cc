@@ -40,6 +40,7 @@ Status QAttentionKvCache::init(const QAttentionCacheConfig& config) {
 Status QAttentionKvCache::step(const QAttentionInputs& inputs, const QAttentionAttributes& attrs, Tensor* output,
                                const RunOptions& options) {
   if (buffer_.empty()) return Status::Error(std::string(kWho) + "init() was not called");
+  if (!output) return Status::Error(std::string(kWho) + "step() needs an output tensor");
   if (inputs.past) return Status::Error("past: supplied by the cache (pass only the new tokens)");
   if (inputs.input && inputs.input->shape.size() == 3) {
     const int64_t B = inputs.input->shape[0], S = inputs.input->shape[1];
@@ -95,6 +96,7 @@ Status QAttentionKvCache::load(const TensorView& past) {
 
 Status QAttentionKvCache::read(Tensor* present) const {
   if (buffer_.empty()) return Status::Error(std::string(kWho) + "init() was not called");
+  if (!present) return Status::Error(std::string(kWho) + "read() needs an output tensor");
   Tensor out;
   try {
     out.reset_uninitialized(DType::kFloat32, {2, config_.batch, config_.heads, length_, config_.head_size});

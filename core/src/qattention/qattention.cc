@@ -433,6 +433,7 @@ Status run_validated(const QAttentionProblem& p, const QAttentionRequest& reques
 
 Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
                    const QAttentionRequest& request, QAttentionOutputs* outputs, const RunOptions& options) {
+  if (!outputs) return Status::Error("outputs must not be null");
   QAttentionProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
   return run_validated(p, request, outputs, options);
@@ -440,6 +441,7 @@ Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& a
 
 Status q_attention_in_place(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
                             QAttentionOutputs* outputs, const RunOptions& options, int64_t past_length) {
+  if (!outputs) return Status::Error("outputs must not be null");
   QAttentionProblem p;
   // The in-place form requests present itself (validate_qattention).
   ATTNKIT_RETURN_IF_ERROR(
