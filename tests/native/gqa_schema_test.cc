@@ -69,6 +69,9 @@ TEST(GqaSchema, InvalidInputsFailWithTheOpsMessage) {
   EXPECT_NE(st.message().find("multiple of kv_num_heads"), std::string::npos);
   size_t bytes = 0;
   EXPECT_FALSE(gqa_peak_scratch_bytes(in, c.attrs, c.request, AttentionPath::kAuto, 1, &bytes).ok());
+  EXPECT_EQ(gqa_output_shapes(in, c.attrs, c.request, nullptr).message(), "shapes must not be null");
+  EXPECT_EQ(gqa_peak_scratch_bytes(in, c.attrs, c.request, AttentionPath::kAuto, 1, nullptr).message(),
+            "bytes must not be null");
 }
 
 // Prefill S = T = `seq` with N = 16, Nk = 8, H = 128 (the benchmark shape).

@@ -338,6 +338,13 @@ TEST(QAttention, SchemaShapesMatchTheOp) {
   EXPECT_EQ(shapes.present.shape, out.present.shape);
   EXPECT_EQ(shapes.present.shape, (Shape{2, 2, 2, 8, 4}));
   EXPECT_TRUE(shapes.present.produced);
+  size_t bytes = 0;
+  EXPECT_EQ(qattention_output_shapes(t.in, t.attrs, QAttentionRequest{true}, nullptr).message(),
+            "shapes must not be null");
+  EXPECT_EQ(qattention_peak_scratch_bytes(t.in, t.attrs, QAttentionRequest{true}, 0, nullptr).message(),
+            "bytes must not be null");
+  EXPECT_EQ(qattention_peak_scratch_bytes(t.in, t.attrs, QAttentionRequest{true}, -1, &bytes).message(),
+            "threads = -1 must be >= 0");
   t.attrs.do_rotary = 1;
   Status st = qattention_output_shapes(t.in, t.attrs, QAttentionRequest{true}, &shapes);
   EXPECT_FALSE(st.ok());

@@ -11,6 +11,7 @@ namespace attnkit {
 
 Status gqa_output_shapes(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaRequest& request,
                          GqaOutputShapes* shapes) {
+  if (!shapes) return Status::Error("shapes must not be null");
   GqaProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_gqa(inputs, attrs, request, &p));
   const int64_t cache_last = p.bits == 4 ? (p.head_size + 1) / 2 : p.head_size;
@@ -24,6 +25,7 @@ Status gqa_output_shapes(const GqaInputs& inputs, const GqaAttributes& attrs, co
 
 Status gqa_peak_scratch_bytes(const GqaInputs& inputs, const GqaAttributes& attrs,
                               const GqaRequest& request, AttentionPath path, int threads, size_t* bytes) {
+  if (!bytes) return Status::Error("bytes must not be null");
   GqaProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_gqa(inputs, attrs, request, &p));
   if (threads < 0) return Status::Error("threads = " + std::to_string(threads) + " must be >= 0");

@@ -10,6 +10,7 @@ namespace attnkit {
 
 Status qattention_output_shapes(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
                                 const QAttentionRequest& request, QAttentionOutputShapes* shapes) {
+  if (!shapes) return Status::Error("shapes must not be null");
   QAttentionProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
   shapes->output = {true, DType::kFloat32, {p.batch, p.seq, p.hidden}};
@@ -19,8 +20,10 @@ Status qattention_output_shapes(const QAttentionInputs& inputs, const QAttention
 
 Status qattention_peak_scratch_bytes(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
                                      const QAttentionRequest& request, int threads, size_t* bytes) {
+  if (!bytes) return Status::Error("bytes must not be null");
   QAttentionProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
+  if (threads < 0) return Status::Error("threads = " + std::to_string(threads) + " must be >= 0");
   *bytes = qattention_layout(p, kernel_table(), resolve_threads(threads)).peak_scratch_bytes;
   return Status::Ok();
 }
