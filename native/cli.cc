@@ -107,11 +107,11 @@ int parse_options(int argc, char** argv, Options* o) {
       o->case_selector = v;
       o->has_case_selector = true;
     } else if (arg == "--threads") {
-      if (!parse_count(v, 0, &o->threads)) return report(kExitInvalid, "--threads: must be an integer >= 0");
+      if (!parse_count(v, 0, &o->threads)) return report(kExitInvalid, "--threads: must be an integer in [0, 1000000]");
     } else if (arg == "--iters") {
-      if (!parse_count(v, 1, &o->iters)) return report(kExitInvalid, "--iters: must be an integer >= 1");
+      if (!parse_count(v, 1, &o->iters)) return report(kExitInvalid, "--iters: must be an integer in [1, 1000000]");
     } else if (arg == "--warmup") {
-      if (!parse_count(v, 0, &o->warmup)) return report(kExitInvalid, "--warmup: must be an integer >= 0");
+      if (!parse_count(v, 0, &o->warmup)) return report(kExitInvalid, "--warmup: must be an integer in [0, 1000000]");
     } else if (arg == "--path") {
       o->path_name = v;
       if (!attention_path_from_name(v, &o->path)) {

@@ -14,7 +14,7 @@ class UsageError extends Error {}
 
 function parseCount(text, min, what) {
   const v = /^\d+$/.test(text ?? '') ? Number(text) : NaN;
-  if (!(v >= min && v <= 1000000)) throw new UsageError(`${what}: must be an integer >= ${min}`);
+  if (!(v >= min && v <= 1000000)) throw new UsageError(`${what}: must be an integer in [${min}, 1000000]`);
   return v;
 }
 

@@ -570,6 +570,15 @@ describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
     }
   });
 
+  test('a count out of range exits 2 with the native CLI\'s line', () => {
+    for (const args of [['--iters', '99999999999'], ['--warmup', '-1'], ['--threads', '1e3']]) {
+      const r = spawnSync(process.execPath, [bin, 'bench', valid.file, '--target', 'wasm', ...args], { encoding: 'utf8' });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr.trim(), /^--(iters|warmup|threads): must be an integer in \[[01], 1000000\]$/);
+      if (haveCli) assert.equal(spawnSync(cli, ['bench', valid.file, ...args], { encoding: 'utf8' }).stderr, r.stderr);
+    }
+  });
+
   test('help prints the usage on stdout and exits 0', () => {
     for (const args of [['--help'], ['help'], ['run', 'case.json', '-h']]) {
       const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
