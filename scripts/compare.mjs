@@ -137,6 +137,20 @@ async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const unknown = (opts.targets ?? []).filter((id) => !TARGETS.some((t) => t.id === id));
   if (unknown.length) usageError(`unknown target ${unknown.join(', ')} (targets: ${TARGETS.map((t) => t.id).join(', ')})`);
+  const files = listCaseFiles(join(repoRoot, 'tests/cases'));
+  const cases = [];
+  let all = 0;
+  for (const file of files) {
+    const json = JSON.parse(readFileSync(file, 'utf8'));
+    // Validation cases (expect_error) are the tests' business; they may not even load.
+    const valid = (Array.isArray(json) ? json : [json]).filter((c) => !c.expect_error);
+    for (const c of valid.map(normalizeCase)) {
+      all++;
+      if (!c.name.includes(opts.filter)) continue;
+      cases.push({ c, file: Array.isArray(json) ? null : file });
+    }
+  }
+  if (cases.length === 0) usageError(`no case name contains "${opts.filter}" (${all} cases in tests/cases)`);
   if (!cliAvailable()) throw new Error(`${defaultCli} is missing: run bash scripts/build.sh first`);
   const targets = [];
   for (const t of TARGETS) {
@@ -145,17 +159,7 @@ async function main() {
     if (ok === true) targets.push(t);
     else console.error(`compare: target ${t.label} unavailable: ${ok}`);
   }
-  const files = listCaseFiles(join(repoRoot, 'tests/cases'));
-  const cases = [];
-  for (const file of files) {
-    const json = JSON.parse(readFileSync(file, 'utf8'));
-    // Validation cases (expect_error) are the tests' business; they may not even load.
-    const valid = (Array.isArray(json) ? json : [json]).filter((c) => !c.expect_error);
-    for (const c of valid.map(normalizeCase)) {
-      if (!c.name.includes(opts.filter)) continue;
-      cases.push({ c, file: Array.isArray(json) ? null : file });
-    }
-  }
+  if (targets.length === 0) throw new Error('no target can run here (the reasons are above)');
   const totals = Object.fromEntries(targets.map((t) => [t.label, {}]));
   const entries = [];
   const started = performance.now();

@@ -27,6 +27,12 @@ for (const script of SCRIPTS) {
   });
 }
 
+test('compare.mjs: a filter that matches no case stops it with the usage line before any target starts', () => {
+  const r = run('scripts/compare.mjs', '--filter', 'no-such-case-name');
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^compare: no case name contains "no-such-case-name" \(\d+ cases in tests\/cases\)\nUsage: /);
+});
+
 test('npm run bench and npm start: --help before installing anything, unknown arguments refused', () => {
   const bench = spawnSync('bash', ['scripts/bench.sh', '--quik'], { cwd: root, encoding: 'utf8' });
   assert.equal(bench.status, 2);
