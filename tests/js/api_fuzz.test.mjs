@@ -1,9 +1,7 @@
-// attnkit JS package (node:test): seeded fuzzing of the API's argument handling, on both builds. Valid corpus calls
-// and cache sessions take the mistakes a JS caller can make: plain arrays, the wrong typed array, detached buffers,
-// shapes, dtypes, attributes and options of the wrong type (Symbols, functions, BigInts, a throwing toJSON), bad
-// `into` arrays; views at an offset and shared buffers, which are valid, too. Every call must return or throw a
-// one-line AttnkitError (never a TypeError, never a trap that disposes the instance), and the instance must still
-// give a valid call's bits afterwards. FUZZ_SEED=N FUZZ_CASES=M explore further.
+// attnkit JS package (node:test): seeded fuzzing of the API's argument handling on both builds. Corpus calls, cache
+// sessions and pinned inputs take a JS caller's mistakes (plain or detached arrays, wrong types, Symbols, BigInts, a
+// throwing toJSON, bad options) and valid oddities (offset views, shared buffers): every call must return or throw a
+// one-line AttnkitError without disposing the instance, which must then still give a valid call's bits.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -13,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { AttnkitError, createInstance, prepareCase } from '../../js/index.js';
 import { materializeTensor } from '../../js/case.js';
 
+// FUZZ_SEED=N FUZZ_CASES=M explore further.
 const SEED = Number(process.env.FUZZ_SEED ?? 1);
 const CASES = Number(process.env.FUZZ_CASES ?? 600);
 const casesDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'cases');
@@ -184,6 +183,18 @@ function qattentionCacheSession(g, inst, call) {
   cache.dispose();
 }
 
+// A corpus call with one input pinned (valid, or a mistake), now and then after the pin was disposed.
+function pinnedCall(g, inst, call, p) {
+  const names = Object.keys(p.inputs);
+  const name = g.pick(names);
+  let pinned;
+  call(() => { pinned = inst.pin(g.next() < 0.7 ? p.inputs[name] : mutateTensor(g, p.inputs[name])); });
+  if (!pinned) return;
+  if (g.next() < 0.2) pinned.dispose();
+  call(() => inst.run(p.op, { ...p.inputs, [name]: pinned }, p.attrs));
+  pinned.dispose();
+}
+
 for (const build of ['simd', 'simd-threaded']) {
   test(`${build}: ${CASES} mutated calls and cache sessions (seed ${SEED}) return or throw a one-line AttnkitError`,
     async (t) => {
@@ -209,6 +220,7 @@ for (const build of ['simd', 'simd-threaded']) {
           const r = g.next();
           if (r < 0.08) kvCacheSession(g, inst, call);
           else if (r < 0.12) qattentionCacheSession(g, inst, call);
+          else if (r < 0.16) pinnedCall(g, inst, call, g.pick(corpus));
           else {
             const p = g.pick(corpus);
             const m = mutateCall(g, p.inputs, p.attrs);
