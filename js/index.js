@@ -316,8 +316,13 @@ export class QAttentionCache extends ResidentCache {
 // Loads a build. options: { threads (default: available cores, clamped to the build's pool), build
 // ('auto' | 'simd-threaded' | 'simd'; auto takes the single-thread build for one thread), wasmPaths (prefix or
 // { file: url } map) }.
-export async function createInstance({ threads, build = 'auto', wasmPaths } = {}) {
+export async function createInstance(options) {
+  if (options != null && typeof options !== 'object') throw new AttnkitError('init: options must be an object');
+  const { threads, build = 'auto', wasmPaths } = options ?? {};
   checkThreads(threads, 'init');
+  if (!(wasmPaths === undefined || typeof wasmPaths === 'string' || (wasmPaths && typeof wasmPaths === 'object'))) {
+    throw new AttnkitError('init: wasmPaths must be a prefix (a string) or an object of URLs by file name');
+  }
   const detected = detectBuild();
   let chosen = detected.build;
   let reason = detected.reason;
@@ -351,12 +356,10 @@ function instance() {
 }
 
 // Loads the package's default instance (a second call replaces the first); returns info().
-export async function init(options = {}) {
-  if (current) {
-    current.dispose();
-    current = null;
-  }
-  current = await createInstance(options);
+export async function init(options) {
+  const next = await createInstance(options);  // a refused init() leaves the current instance as it was
+  current?.dispose();
+  current = next;
   return current.info();
 }
 

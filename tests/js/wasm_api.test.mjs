@@ -507,6 +507,17 @@ describe('package entry (default instance)', () => {
     assert.equal(info.threads, info.maxThreads);
   });
 
+  test('a refused init() leaves the current instance working', async () => {
+    await attnkit.init({ threads: 1 });
+    const { inputs, attrs } = smallGqa();
+    const before = await attnkit.groupQueryAttention(inputs, attrs);
+    for (const [options, pattern] of [[5, /^init: options must be an object$/], [{ wasmPaths: 5 }, /^init: wasmPaths must/],
+      [{ build: 'toString' }, /^init: build must be auto, simd-threaded or simd, got "toString"$/]]) {
+      await assert.rejects(attnkit.init(options), (e) => e instanceof AttnkitError && e.code === 2 && pattern.test(e.message));
+    }
+    assert.deepEqual((await attnkit.groupQueryAttention(inputs, attrs)).output.data, before.output.data);
+  });
+
   test('dispose() terminates the workers so Node exits', () => {
     // A child process that runs threaded calls and disposes must end by itself. Several init/dispose cycles:
     // terminating a worker that was still starting or spinning once trapped in ~1 of 10 disposes.
