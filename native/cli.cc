@@ -25,7 +25,7 @@ namespace attnkit {
 namespace {
 
 constexpr int kExitOk = 0;
-constexpr int kExitIo = 1;
+constexpr int kExitIo = 1;  // and out of memory
 constexpr int kExitInvalid = 2;
 
 const char kUsage[] =
@@ -39,6 +39,11 @@ const char kUsage[] =
 int report(int code, const std::string& message) {
   std::fprintf(stderr, "%s\n", message.c_str());
   return code;
+}
+
+// A failed op: its message, and exit 1 when it ran out of memory (valid inputs), else 2.
+int report_op(const Status& st, const std::string& message) {
+  return report(st.out_of_memory() ? kExitIo : kExitInvalid, message);
 }
 
 struct Options {
@@ -206,7 +211,7 @@ int command_run(const Options& o) {
     if (!st.ok()) return report(kExitInvalid, case_message(f, name, st));
     std::vector<CaseOutput> outputs;
     st = run_case(c, options, o.reference, &outputs);
-    if (!st.ok()) return report(kExitInvalid, case_message(f, name, st));
+    if (!st.ok()) return report_op(st, case_message(f, name, st));
     write_case_result(&w, c.name, outputs);
   }
   if (f.many) w.end_array();
@@ -239,7 +244,7 @@ int command_bench(const Options& o) {
     auto start = std::chrono::steady_clock::now();
     st = run_op(c.op, c.attrs, views, c.outputs, options, &outputs);
     auto stop = std::chrono::steady_clock::now();
-    if (!st.ok()) return report(kExitInvalid, st.message());
+    if (!st.ok()) return report_op(st, st.message());
     peak = std::max(peak, call_peak);
     if (i >= o.warmup) times_us.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
   }

@@ -222,8 +222,11 @@ inline std::vector<attnkit_tensor> c_tensors(std::map<std::string, OwnedTensor>&
   return args;
 }
 
-// What a result-returning entry point gave: INTERNAL, or INVALID without a one-line message, fails; the outputs
-// are copied out and the result freed.
+// Whether a refusal says an allocation failed (ATTNKIT_INTERNAL_ERROR): absurd cache sizes may, on a small machine.
+inline bool out_of_memory(const std::string& message) { return message.find("out of memory") != std::string::npos; }
+
+// What a result-returning entry point gave: INTERNAL (unless out of memory), or a refusal without a one-line message,
+// fails; the outputs are copied out and the result freed.
 inline CallResult take_result(int code, attnkit_result* result) {
   if (!result) fail("no result object");
   CallResult r;
@@ -241,8 +244,8 @@ inline CallResult take_result(int code, attnkit_result* result) {
       t.storage.assign(data, data + attnkit_result_bytes(result, i));
       r.outputs.emplace_back(attnkit_result_name(result, i), std::move(t));
     }
-  } else if (code != ATTNKIT_INVALID) {
-    fail("code " + std::to_string(code) + " (not OK or INVALID): " + r.message);
+  } else if (code != ATTNKIT_INVALID && !(code == ATTNKIT_INTERNAL_ERROR && out_of_memory(r.message))) {
+    fail("code " + std::to_string(code) + " (not OK, INVALID or out of memory): " + r.message);
   } else if (r.message.empty() || r.message.find('\n') != std::string::npos) {
     fail("a refusal must say why in one line, got \"" + r.message + "\"");
   } else {

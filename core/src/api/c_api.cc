@@ -83,6 +83,11 @@ int fail(attnkit_result* r, int code, const std::string& message) {
   return code;
 }
 
+// A failed Status: INVALID, or INTERNAL_ERROR when an allocation failed (attnkit.h).
+int fail(attnkit_result* r, const Status& st) {
+  return fail(r, st.out_of_memory() ? ATTNKIT_INTERNAL_ERROR : ATTNKIT_INVALID, st.message());
+}
+
 const attnkit::Tensor* output_at(const attnkit_result* r, int i) {
   if (!r || i < 0 || static_cast<size_t>(i) >= r->outputs.size()) return nullptr;
   return &r->outputs[static_cast<size_t>(i)].second;
@@ -157,7 +162,7 @@ int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* in
     std::vector<std::string> outputs;
     Status st = decode_call(attrs_json, inputs, n_inputs, outputs_csv, threads, path, &call, &outputs);
     if (st.ok()) st = attnkit::run_op(op, call.attrs, call.views, outputs, call.options, &r->outputs);
-    return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
+    return st.ok() ? ATTNKIT_OK : fail(r, st);
   });
 }
 
@@ -171,7 +176,7 @@ int attnkit_run_gqa_in_place(const char* attrs_json, const attnkit_tensor* input
     Status st = decode_call(attrs_json, inputs, n_inputs, outputs_csv, threads, path, &call, &outputs);
     if (st.ok()) st = attnkit::decode_gqa_call(call.attrs, call.views, outputs, &gqa);
     if (st.ok()) st = attnkit::group_query_attention_in_place(gqa.inputs, gqa.attrs, gqa.request, &out, call.options);
-    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    if (!st.ok()) return fail(r, st);
     for (const std::string& name : gqa.outputs) {  // present_key/present_value are the caches themselves
       if (name == "output") r->outputs.emplace_back(name, std::move(out.output));
       if (name == "output_qk") r->outputs.emplace_back(name, std::move(out.output_qk));
@@ -190,7 +195,7 @@ int attnkit_run_qattention_in_place(const char* attrs_json, const attnkit_tensor
     Status st = decode_call(attrs_json, inputs, n_inputs, outputs_csv, threads, path, &call, &outputs);
     if (st.ok()) st = attnkit::decode_qattention_call(call.attrs, call.views, outputs, &qa);
     if (st.ok()) st = attnkit::q_attention_in_place(qa.inputs, qa.attrs, &out, call.options);
-    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    if (!st.ok()) return fail(r, st);
     r->outputs.emplace_back("output", std::move(out.output));  // present is the past buffer itself
     return ATTNKIT_OK;
   });
@@ -211,7 +216,7 @@ int attnkit_kv_cache_create_window(int batch, int kv_heads, int head_size, int c
     auto owned = std::make_unique<attnkit_kv_cache>();
     Status st = owned->cache.init(
         {batch, kv_heads, head_size, capacity, static_cast<attnkit::DType>(cache_dtype), window});
-    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    if (!st.ok()) return fail(r, st);
     *cache = owned.release();
     return ATTNKIT_OK;
   });
@@ -228,7 +233,7 @@ int attnkit_kv_cache_step(attnkit_kv_cache* cache, const char* attrs_json, const
     static const std::vector<std::string> kOutput{"output"};
     if (st.ok()) st = attnkit::decode_gqa_call(call.attrs, call.views, kOutput, &gqa);
     if (st.ok()) st = cache->cache.step(gqa.inputs, gqa.attrs, &output, call.options);
-    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    if (!st.ok()) return fail(r, st);
     r->outputs.emplace_back("output", std::move(output));
     return ATTNKIT_OK;
   });
@@ -250,7 +255,7 @@ int attnkit_kv_cache_reserve(attnkit_kv_cache* cache, int capacity, attnkit_resu
   return guarded(result, [&](attnkit_result* r) {
     if (!cache) return fail(r, ATTNKIT_INVALID, "kv cache: is null");
     Status st = cache->cache.reserve(capacity);
-    return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
+    return st.ok() ? ATTNKIT_OK : fail(r, st);
   });
 }
 
@@ -258,7 +263,7 @@ int attnkit_kv_cache_truncate(attnkit_kv_cache* cache, int length, attnkit_resul
   return guarded(result, [&](attnkit_result* r) {
     if (!cache) return fail(r, ATTNKIT_INVALID, "kv cache: is null");
     Status st = cache->cache.truncate(length);
-    return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
+    return st.ok() ? ATTNKIT_OK : fail(r, st);
   });
 }
 
@@ -275,7 +280,7 @@ int attnkit_kv_cache_load(attnkit_kv_cache* cache, const attnkit_tensor* inputs,
     if (st.ok() && (key == views.end() || value == views.end()))
       st = Status::Error("kv cache: load needs both past_key and past_value");
     if (st.ok()) st = cache->cache.load(key->second, value->second, length);
-    return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
+    return st.ok() ? ATTNKIT_OK : fail(r, st);
   });
 }
 
@@ -284,7 +289,7 @@ int attnkit_kv_cache_read(const attnkit_kv_cache* cache, attnkit_result** result
     if (!cache) return fail(r, ATTNKIT_INVALID, "kv cache: is null");
     attnkit::Tensor key, value;
     Status st = cache->cache.read(&key, &value);
-    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    if (!st.ok()) return fail(r, st);
     r->outputs.emplace_back("present_key", std::move(key));
     r->outputs.emplace_back("present_value", std::move(value));
     return ATTNKIT_OK;
@@ -300,7 +305,7 @@ int attnkit_qattention_cache_create(int batch, int heads, int head_size, int cap
   return guarded(result, [&](attnkit_result* r) {
     auto owned = std::make_unique<attnkit_qattention_cache>();
     Status st = owned->cache.init({batch, heads, head_size, capacity});
-    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    if (!st.ok()) return fail(r, st);
     *cache = owned.release();
     return ATTNKIT_OK;
   });
@@ -317,7 +322,7 @@ int attnkit_qattention_cache_step(attnkit_qattention_cache* cache, const char* a
     static const std::vector<std::string> kOutput{"output"};
     if (st.ok()) st = attnkit::decode_qattention_call(call.attrs, call.views, kOutput, &qa);
     if (st.ok()) st = cache->cache.step(qa.inputs, qa.attrs, &output, call.options);
-    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    if (!st.ok()) return fail(r, st);
     r->outputs.emplace_back("output", std::move(output));
     return ATTNKIT_OK;
   });
@@ -335,7 +340,7 @@ int attnkit_qattention_cache_truncate(attnkit_qattention_cache* cache, int lengt
   return guarded(result, [&](attnkit_result* r) {
     if (!cache) return fail(r, ATTNKIT_INVALID, "qattention cache: is null");
     Status st = cache->cache.truncate(length);
-    return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
+    return st.ok() ? ATTNKIT_OK : fail(r, st);
   });
 }
 
@@ -350,7 +355,7 @@ int attnkit_qattention_cache_load(attnkit_qattention_cache* cache, const attnkit
     const auto past = views.find("past");
     if (st.ok() && past == views.end()) st = Status::Error("qattention cache: load needs past");
     if (st.ok()) st = cache->cache.load(past->second);
-    return st.ok() ? ATTNKIT_OK : fail(r, ATTNKIT_INVALID, st.message());
+    return st.ok() ? ATTNKIT_OK : fail(r, st);
   });
 }
 
@@ -359,7 +364,7 @@ int attnkit_qattention_cache_read(const attnkit_qattention_cache* cache, attnkit
     if (!cache) return fail(r, ATTNKIT_INVALID, "qattention cache: is null");
     attnkit::Tensor present;
     Status st = cache->cache.read(&present);
-    if (!st.ok()) return fail(r, ATTNKIT_INVALID, st.message());
+    if (!st.ok()) return fail(r, st);
     r->outputs.emplace_back("present", std::move(present));
     return ATTNKIT_OK;
   });

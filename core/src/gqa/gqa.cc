@@ -437,7 +437,7 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
                          std::to_string(kMaxBlockKeys));
   const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, options.path), options.flash_block_keys);
   const auto out_of_memory = [&] {
-    return Status::Error("out of memory: GroupQueryAttention needs " +
+    return Status::OutOfMemory("out of memory: GroupQueryAttention needs " +
                          std::to_string(gqa_scratch_bytes(p, tiling, threads)) + " bytes of scratch");
   };
   try {

@@ -30,7 +30,7 @@ Status allocate_cache(const KvCacheConfig& config, Tensor* key, Tensor* value) {
     key->reset_uninitialized(d, shape);
     value->reset_uninitialized(d, shape);
   } catch (const std::bad_alloc&) {
-    return Status::Error("kv cache: out of memory allocating " + shape_to_string(shape));
+    return Status::OutOfMemory("kv cache: out of memory allocating " + shape_to_string(shape));
   }
   return Status::Ok();
 }
@@ -211,7 +211,7 @@ Status GqaKvCache::read(Tensor* key, Tensor* value) const {
     key->reset_uninitialized(config_.cache_dtype, shape);
     value->reset_uninitialized(config_.cache_dtype, shape);
   } catch (const std::bad_alloc&) {
-    return Status::Error("kv cache: out of memory copying " + shape_to_string(shape));
+    return Status::OutOfMemory("kv cache: out of memory copying " + shape_to_string(shape));
   }
   const int64_t heads = cache[0] * cache[1];
   copy_head_rows(key_.as<uint8_t>(), cache[2], key->as<uint8_t>(), held, heads, held, row_bytes());

@@ -29,7 +29,7 @@ Status QAttentionKvCache::init(const QAttentionCacheConfig& config) {
   try {
     buffer.reset_uninitialized(DType::kFloat32, shape);  // not zeroed: as GqaKvCache's (kv_cache.cc)
   } catch (const std::bad_alloc&) {
-    return Status::Error(std::string(kWho) + "out of memory allocating " + shape_to_string(shape));
+    return Status::OutOfMemory(std::string(kWho) + "out of memory allocating " + shape_to_string(shape));
   }
   buffer_ = std::move(buffer);
   config_ = config;
@@ -101,7 +101,7 @@ Status QAttentionKvCache::read(Tensor* present) const {
   try {
     out.reset_uninitialized(DType::kFloat32, {2, config_.batch, config_.heads, length_, config_.head_size});
   } catch (const std::bad_alloc&) {
-    return Status::Error(std::string(kWho) + "out of memory reading " + std::to_string(length_) + " tokens");
+    return Status::OutOfMemory(std::string(kWho) + "out of memory reading " + std::to_string(length_) + " tokens");
   }
   copy_head_rows(buffer_.as<float>(), config_.capacity, out.as<float>(), length_, 2 * config_.batch * config_.heads,
                  length_, config_.head_size * kFloatBytes);

@@ -415,7 +415,7 @@ Status run_validated(const QAttentionProblem& p, const QAttentionRequest& reques
   const int threads = resolve_threads(options.threads);
   const QAttentionLayout lay = qattention_layout(p, kt, threads);
   const auto out_of_memory = [&] {
-    return Status::Error("out of memory: QAttention needs " + std::to_string(lay.peak_scratch_bytes) +
+    return Status::OutOfMemory("out of memory: QAttention needs " + std::to_string(lay.peak_scratch_bytes) +
                          " bytes of scratch");
   };
   try {
