@@ -255,6 +255,9 @@ inline CallResult take_result(int code, attnkit_result* result) {
   return r;
 }
 
+// Whether a result-returning call succeeded (take_result checks its code and message).
+inline bool accepted(int code, attnkit_result* result) { return take_result(code, result).code == ATTNKIT_OK; }
+
 // One call of attnkit_run on `op` (or, in_place, the op's shared-buffer form over the tensors' own past buffers).
 inline CallResult call_c_api(const char* op, std::map<std::string, OwnedTensor>& tensors, const std::string& attrs,
                              const std::string& outputs, int threads, const char* path, bool in_place) {

@@ -32,9 +32,6 @@ std::map<std::string, std::string> step_attrs(const Config& c, const std::string
   return a;
 }
 
-// Whether a result-returning call succeeded (take_result checks its code and message).
-bool accepted(int code, attnkit_result* result) { return take_result(code, result).code == ATTNKIT_OK; }
-
 bool read_cache(attnkit_kv_cache* cache, CallResult* out) {
   attnkit_result* result = nullptr;
   const int code = attnkit_kv_cache_read(cache, &result);

@@ -102,8 +102,8 @@ void load(ByteReader& in, const Session& s, attnkit_qattention_cache* cache, uin
   const int64_t before = attnkit_qattention_cache_length(cache);
   attnkit_result* result = nullptr;
   const int code = attnkit_qattention_cache_load(cache, args.data(), static_cast<int>(args.size()), &result);
-  const bool ok = take_result(code, result).code == ATTNKIT_OK;
-  if (attnkit_qattention_cache_length(cache) != (ok ? shape[3] : before)) fail("length after a load");
+  if (attnkit_qattention_cache_length(cache) != (accepted(code, result) ? shape[3] : before))
+    fail("length after a load");
 }
 
 }  // namespace
@@ -136,7 +136,7 @@ void run_one_input(const uint8_t* data, size_t size) {
   attnkit_qattention_cache* cache = nullptr;
   attnkit_result* result = nullptr;
   const int code = attnkit_qattention_cache_create(s.batch, s.heads, s.head_size, s.capacity, &cache, &result);
-  if (take_result(code, result).code != ATTNKIT_OK) return;
+  if (!accepted(code, result)) return;
   if (!cache) fail("create succeeded without a cache");
   if (!absurd) make_weights(in, &s, seed);
   for (int op = 0; op < 12 && in.remaining(); ++op) {
@@ -148,8 +148,8 @@ void run_one_input(const uint8_t* data, size_t size) {
         const int target = static_cast<int>(in.below(static_cast<uint32_t>(length) + 3)) - 1;
         attnkit_result* r = nullptr;
         const int rc = attnkit_qattention_cache_truncate(cache, target, &r);
-        const bool ok = take_result(rc, r).code == ATTNKIT_OK;
-        if (attnkit_qattention_cache_length(cache) != (ok ? target : length)) fail("length after a truncate");
+        if (attnkit_qattention_cache_length(cache) != (accepted(rc, r) ? target : length))
+          fail("length after a truncate");
         break;
       }
       case 5:
