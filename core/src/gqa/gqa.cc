@@ -438,7 +438,7 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
   const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, options.path), options.flash_block_keys);
   const auto out_of_memory = [&] {
     return Status::OutOfMemory("out of memory: GroupQueryAttention needs " +
-                         std::to_string(gqa_scratch_bytes(p, tiling, threads)) + " bytes of scratch");
+                               std::to_string(gqa_scratch_bytes(p, tiling, threads)) + " bytes of scratch");
   };
   try {
     const int64_t B = p.batch, S = p.seq, N = p.heads, H = p.head_size;

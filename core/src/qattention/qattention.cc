@@ -416,7 +416,7 @@ Status run_validated(const QAttentionProblem& p, const QAttentionRequest& reques
   const QAttentionLayout lay = qattention_layout(p, kt, threads);
   const auto out_of_memory = [&] {
     return Status::OutOfMemory("out of memory: QAttention needs " + std::to_string(lay.peak_scratch_bytes) +
-                         " bytes of scratch");
+                               " bytes of scratch");
   };
   try {
     run_q_attention(p, kt, threads, lay, request, outputs);
