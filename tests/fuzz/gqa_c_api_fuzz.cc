@@ -121,7 +121,8 @@ Case build_case(ByteReader& in, uint64_t seed) {
   }
   const bool non_causal = (features & 2048) && P == 0 && !window_cache;  // (ORT: a first prompt, without a window)
   if (non_causal) a.causal = 0;
-  else if ((features & 32) && !window_cache) a.local_window_size = 1 + in.below(static_cast<uint32_t>(std::min<int64_t>(T + 2, 250)));
+  else if ((features & 32) && !window_cache)
+    a.local_window_size = 1 + in.below(static_cast<uint32_t>(std::min<int64_t>(T + 2, 250)));
   if (features & 64) a.softcap = 1.0f + static_cast<float>(in.below(60));
   if (features & 128) {
     const Shape shape{in.below(2) ? B : 1, in.below(2) ? N : 1, S, T};
