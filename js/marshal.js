@@ -83,11 +83,17 @@ export class PinnedTensor {
   }
 }
 
+// malloc in wasm memory, or 0. wasm32's malloc takes a 32-bit size: 4 GiB or more would wrap around to a small block
+// that the copy after it overruns (over whatever the heap holds there), so such a request fails here instead.
+function wasmMalloc(Module, bytes) {
+  return bytes >= 2 ** 32 ? 0 : Module._malloc(bytes) >>> 0;
+}
+
 // Copies a tensor into `instance`'s wasm memory once; see PinnedTensor.
 export function pinTensor(instance, tensor) {
   const t = normalizeInput('pin', tensor);
   const { Module } = instance;
-  const ptr = Module._malloc(Math.max(t.data.byteLength, 1)) >>> 0;
+  const ptr = wasmMalloc(Module, Math.max(t.data.byteLength, 1));
   if (ptr === 0) throw new AttnkitError(`pin: out of memory for ${t.data.byteLength} bytes in wasm memory`, 1);
   new Uint8Array(heapBuffer(Module), ptr, t.data.byteLength)
     .set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
@@ -228,7 +234,7 @@ function packArguments(Module, op, attrsJson, inputs, outputsCsv, path) {
   }
   const resultSlotAt = align(size, 4);
   size = resultSlotAt + 4;
-  const base = Module._malloc(size) >>> 0;
+  const base = wasmMalloc(Module, size);
   if (base === 0) throw new AttnkitError(`out of memory: cannot allocate ${size} bytes of inputs in wasm memory`, 1);
   const { buffer, bytes, view } = heapViews(Module);
   for (let i = 0; i < strings.length; i++) bytes.set(strings[i], base + stringAt[i]);

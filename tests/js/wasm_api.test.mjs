@@ -420,6 +420,20 @@ for (const build of BUILDS) {
       assert.equal(ak.groupQueryAttention(inputs, attrs).output.data.length, 320);
     });
 
+    // wasm32's malloc takes a 32-bit size: 4 GiB and more wrapped around to a small block, which the copy after it
+    // overran (a RangeError at best, other allocations overwritten at worst). Such inputs are out of memory at once.
+    test('inputs of 4 GiB or more are out of memory before anything is allocated', () => {
+      const huge = new Float32Array(2 ** 30 + 4);  // 4 GiB + 16 bytes, never touched: its pages stay unallocated
+      const before = ak.memoryBytes();
+      assert.throws(() => ak.pin({ data: huge, shape: [huge.length] }),
+        (e) => e instanceof AttnkitError && e.code === 1 && e.message === 'pin: out of memory for 4294967312 bytes in wasm memory');
+      assert.throws(() => ak.groupQueryAttention({ query: { data: huge, shape: [1, 1, huge.length] } }, { num_heads: 1, kv_num_heads: 1 }),
+        (e) => e instanceof AttnkitError && e.code === 1 && /^out of memory: cannot allocate 42949674\d\d bytes of inputs/.test(e.message));
+      assert.equal(ak.memoryBytes(), before);
+      const { inputs, attrs } = smallGqa();
+      assert.equal(ak.groupQueryAttention(inputs, attrs).output.data.length, 320);
+    });
+
     describe('case corpus', () => {
       for (const { file, index, caseObject } of corpus) {
         const label = `${path.relative(path.join(root, 'tests/cases'), file)}${index ? `#${index}` : ''}`;
