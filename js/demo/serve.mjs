@@ -13,9 +13,17 @@ const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/ja
 
 export function startServer({ port = 0, isolation = true } = {}) {
   const server = http.createServer((req, res) => {
-    const urlPath = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    // Inside the repository only: a sibling folder whose name starts with the root's ("attnkit-secrets") is outside
+    // too, and a malformed escape is the client's error, not an exception that stops the server.
+    let urlPath;
+    try {
+      urlPath = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    } catch {
+      res.writeHead(400).end('bad request');
+      return;
+    }
     let file = path.join(root, urlPath);
-    if (!file.startsWith(root)) {
+    if (file !== root && !file.startsWith(root + path.sep)) {
       res.writeHead(403).end();
       return;
     }
