@@ -397,7 +397,10 @@ TEST(KernelQkSvGemm, F16FiniteFormsGiveTheF16Bits) {
 }
 
 // Where a table widens a prompt's V blocks (SvGemmKernels::widen_*), the fp32 SV over the widened rows must give the
-// fused kernel's bits: the conversion is exact and each output is the same chain over the keys.
+// fused kernel's bits: the conversion is exact and each output is the same chain over the keys. Up to 4 rows the
+// fused kernels run (in tiles, or streamed from 64 KB); the wasm int8 SV sums its values times 2^24 (sv_load8), so
+// probabilities down to 2^-126 and zero, and start values from subnormal to 1e6 of either sign, hold it to exact
+// scalings.
 TEST(KernelSvGemm, WidenedBlocksGiveTheFusedBits) {
   std::mt19937 rng(23);
   std::uniform_int_distribution<int> byte(0, 255);
@@ -416,8 +419,8 @@ TEST(KernelSvGemm, WidenedBlocksGiveTheFusedBits) {
     for (const auto& f : forms) {
       if (!f.widen) continue;
       for (size_t H : {8, 72, 128})
-        for (size_t N : {1, 37, 200})
-          for (size_t M : {5, 12, 30}) {
+        for (size_t N : {1, 37, 600})
+          for (size_t M : {2, 4, 5, 12, 30}) {
             const size_t ldv = H * f.elem_bits / 8;
             std::vector<uint8_t> V(N * ldv);
             for (uint8_t& b : V) b = static_cast<uint8_t>(byte(rng));
@@ -428,10 +431,15 @@ TEST(KernelSvGemm, WidenedBlocksGiveTheFusedBits) {
             }
             Guarded P(M * N * 4);
             fill_floats(P.as<float>(), M * N, rng, 0.0f, 1.0f);
+            for (size_t k = 0; k < M * N; k += 3)
+              P.as<float>()[k] = k % 2 ? 0.0f : std::ldexp(1.0f + P.as<float>()[k], -126);
+            std::vector<float> start(M * H);
+            for (size_t k = 0; k < start.size(); ++k)
+              start[k] = (k % 2 ? -1.0f : 1.0f) * std::ldexp(1.0f + P.as<float>()[k % (M * N)], int(k % 9) * 20 - 140);
             std::vector<float> wide(N * H);
             f.widen(N, H, V.data(), ldv, wide.data());
             for (bool accumulate : {false, true}) {
-              std::vector<float> o_want(M * H, 0.25f), o_got(M * H, 0.25f);
+              std::vector<float> o_want(start), o_got(start);
               f.fused(M, N, H, P.as<float>(), N, V.data(), ldv, o_want.data(), H, accumulate);
               sv.f32(M, N, H, P.as<float>(), N, reinterpret_cast<const uint8_t*>(wide.data()), H * 4, o_got.data(), H,
                      accumulate);

@@ -294,6 +294,23 @@ void qk128_packed(size_t M, size_t N, size_t H, const float* Q, size_t ldq, cons
   }
 }
 
+// The SV sums in the units of T::sv_load8 (values times T::sv_scale, a power of two), and the outputs are scaled in
+// and out of them exactly (|O| stays far below 2^104: |v| <= 128, p <= 1). Every product and sum then rounds as
+// with the values themselves, so the bits are theirs, for probabilities of at least 2^-126: the softmax's exp gives
+// 0 below that, and only a normalized probability can be smaller, where a product may round once more (2^-149).
+template <class T, class E>
+typename T::V sv_units(typename T::V x, bool into) {
+  constexpr float s = T::sv_scale(E{});
+  if constexpr (s == 1.0f) return x;
+  else return T::mul(x, T::set1(into ? s : 1.0f / s));
+}
+template <class T, class E>
+void sv_rows_units(int rows, size_t H, float* O, size_t ldo, bool into) {
+  if constexpr (T::sv_scale(E{}) != 1.0f)
+    for (int i = 0; i < rows; ++i)
+      for (size_t d = 0; d < H; d += 4) T::store(O + i * ldo + d, sv_units<T, E>(T::load(O + i * ldo + d), into));
+}
+
 // SV: MB rows x (CB x 8) columns over keys [0, N) of interleaved probabilities Pi; each V row chunk
 // converted once for all MB rows.
 template <class T, class E, int MB, int CB>
@@ -302,7 +319,8 @@ inline void sv128_tile(size_t N, const float* Pi, const uint8_t* Vc, size_t ldv,
   using V = typename T::V;
   V acc[MB][2 * CB];
   for (int i = 0; i < MB; ++i)
-    for (int c = 0; c < 2 * CB; ++c) acc[i][c] = accumulate ? T::load(O + i * ldo + d0 + 4 * c) : T::zero();
+    for (int c = 0; c < 2 * CB; ++c)
+      acc[i][c] = accumulate ? sv_units<T, E>(T::load(O + i * ldo + d0 + 4 * c), true) : T::zero();
   const float* pj = Pi;
   const uint8_t* vj = Vc;
   for (size_t j = 0; j < N; ++j, pj += T::kTileRows, vj += ldv) {
@@ -310,7 +328,7 @@ inline void sv128_tile(size_t N, const float* Pi, const uint8_t* Vc, size_t ldv,
     for (int i = 0; i < MB; ++i) p[i] = T::set1(pj[i]);
     for (int c = 0; c < CB; ++c) {
       V lo, hi;
-      T::load8(E{}, vj, d0 + 8 * c, lo, hi);
+      T::sv_load8(E{}, vj, d0 + 8 * c, lo, hi);
       for (int i = 0; i < MB; ++i) {
         acc[i][2 * c] = T::mac(p[i], lo, acc[i][2 * c]);
         acc[i][2 * c + 1] = T::mac(p[i], hi, acc[i][2 * c + 1]);
@@ -318,7 +336,7 @@ inline void sv128_tile(size_t N, const float* Pi, const uint8_t* Vc, size_t ldv,
     }
   }
   for (int i = 0; i < MB; ++i)
-    for (int c = 0; c < 2 * CB; ++c) T::store(O + i * ldo + d0 + 4 * c, acc[i][c]);
+    for (int c = 0; c < 2 * CB; ++c) T::store(O + i * ldo + d0 + 4 * c, sv_units<T, E>(acc[i][c], false));
 }
 
 // int4, 16 columns of MB rows: two passes over the keys, the first over the low nibbles of 8 bytes per row (the
@@ -403,7 +421,7 @@ void sv128_stream_keys(size_t j, size_t H, const float* P, size_t ldp, const uin
     for (int u = 0; u < KG; ++u) p[i][u] = T::set1(P[i * ldp + j + u]);
   for (size_t d = 0; d < H; d += 8) {
     Vec lo[KG], hi[KG];
-    for (int u = 0; u < KG; ++u) T::load8(E{}, V + (j + u) * ldv, d, lo[u], hi[u]);
+    for (int u = 0; u < KG; ++u) T::sv_load8(E{}, V + (j + u) * ldv, d, lo[u], hi[u]);
     for (int i = 0; i < MB; ++i) {
       float* o = O + i * ldo + d;
       Vec a = T::load(o), b = T::load(o + 4);
@@ -427,7 +445,7 @@ void sv128_stream_key(size_t j, size_t H, const float* P, size_t ldp, const uint
   const uint8_t* row = V + j * ldv;
   for (size_t d = 0; d < H; d += 8 * C) {
     Vec v[2 * C];
-    for (int c = 0; c < C; ++c) T::load8(E{}, row, d + 8 * c, v[2 * c], v[2 * c + 1]);
+    for (int c = 0; c < C; ++c) T::sv_load8(E{}, row, d + 8 * c, v[2 * c], v[2 * c + 1]);
     for (int i = 0; i < MB; ++i) {
       float* o = O + i * ldo + d;
       for (int u = 0; u < 2 * C; ++u) T::store(o + 4 * u, T::mac(p[i], v[u], T::load(o + 4 * u)));
@@ -442,6 +460,8 @@ void sv128_stream(int mb, size_t N, size_t H, const float* P, size_t ldp, const 
     if (mb != MB) return sv128_stream<T, E, MB - 1>(mb, N, H, P, ldp, V, ldv, O, ldo, accumulate);
     if (!accumulate)
       for (int i = 0; i < MB; ++i) std::fill(O + i * ldo, O + i * ldo + H, 0.0f);
+    else
+      sv_rows_units<T, E>(MB, H, O, ldo, true);
     size_t j = 0;
     if constexpr (sv_key_by_key<T, E>()) {
       for (; j < N; ++j) {
@@ -451,6 +471,7 @@ void sv128_stream(int mb, size_t N, size_t H, const float* P, size_t ldp, const 
     }
     for (; j + 2 <= N; j += 2) sv128_stream_keys<T, E, MB, 2>(j, H, P, ldp, V, ldv, O, ldo);
     if (j < N) sv128_stream_keys<T, E, MB, 1>(j, H, P, ldp, V, ldv, O, ldo);
+    sv_rows_units<T, E>(MB, H, O, ldo, false);
   }
 }
 
