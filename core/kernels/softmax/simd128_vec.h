@@ -205,11 +205,6 @@ struct Vec128 {
     std::memcpy(b, row + d, 8);
     widen8(simde_vld1_s8(b), lo, hi);
   }
-  // The SV's loads: the exact values (the wasm traits below scale int8).
-  template <class E>
-  static constexpr float sv_scale(E) { return 1.0f; }
-  template <class E>
-  static void sv_load8(E e, const uint8_t* row, size_t d, V& lo, V& hi) { load8(e, row, d, lo, hi); }
   static void load8(S4, const uint8_t* row, size_t d, V& lo, V& hi) {
     uint8_t b[8] = {0};
     std::memcpy(b, row + d / 2, 4);
@@ -218,6 +213,11 @@ struct Vec128 {
     const simde_uint8x8_t z = simde_vzip_u8(l, h).val[0];
     widen8(simde_vsub_s8(simde_vreinterpret_s8_u8(z), simde_vdup_n_s8(8)), lo, hi);
   }
+  // The SV's loads: the exact values (the wasm traits below scale int8).
+  template <class E>
+  static constexpr float sv_scale(E) { return 1.0f; }
+  template <class E>
+  static void sv_load8(E e, const uint8_t* row, size_t d, V& lo, V& hi) { load8(e, row, d, lo, hi); }
   // 8 bytes, 16 nibbles: the even elements (low nibbles) and the odd ones (high nibbles), each minus 8.
   static void nibbles16(const uint8_t* p, V (&even)[2], V (&odd)[2]) {
     uint8_t b[8];
