@@ -398,9 +398,9 @@ TEST(KernelQkSvGemm, F16FiniteFormsGiveTheF16Bits) {
 
 // Where a table widens a prompt's V blocks (SvGemmKernels::widen_*), the fp32 SV over the widened rows must give the
 // fused kernel's bits: the conversion is exact and each output is the same chain over the keys. Up to 4 rows the
-// fused kernels run (in tiles, or streamed from 64 KB); the wasm int8 SV sums its values times 2^24 (sv_load8), so
-// probabilities down to 2^-126 and zero, and start values from subnormal to 1e6 of either sign, hold it to exact
-// scalings.
+// fused kernels run (in tiles, or streamed: from 64 KB, and wasm's int4 at any length with H a multiple of 16); the
+// wasm int8 SV sums its values times 2^24 (sv_load8), so probabilities down to 2^-126 and zero, and start values
+// from subnormal to 1e6 of either sign, hold it to exact scalings.
 TEST(KernelSvGemm, WidenedBlocksGiveTheFusedBits) {
   std::mt19937 rng(23);
   std::uniform_int_distribution<int> byte(0, 255);
@@ -418,9 +418,9 @@ TEST(KernelSvGemm, WidenedBlocksGiveTheFusedBits) {
                  {sv.widen_s4, sv.s4, 4, false, "s4"}};
     for (const auto& f : forms) {
       if (!f.widen) continue;
-      for (size_t H : {8, 72, 128})
+      for (size_t H : {8, 48, 72, 128})
         for (size_t N : {1, 37, 600})
-          for (size_t M : {2, 4, 5, 12, 30}) {
+          for (size_t M : {2, 3, 4, 5, 12, 30}) {
             const size_t ldv = H * f.elem_bits / 8;
             std::vector<uint8_t> V(N * ldv);
             for (uint8_t& b : V) b = static_cast<uint8_t>(byte(rng));

@@ -37,6 +37,8 @@ struct Vec128 {
   static constexpr int direct_max_rows() { return 4; }  // query rows per direct QK pass over K
   // Decode blocks walk adjacent rows in pairs here (wasm's order, below, is unmeasured on ARM).
   static constexpr bool kDecodeKeyByKey = false;
+  // int4 SV of 2-4 rows in register tiles (wasm streams it, below; unmeasured on ARM).
+  static constexpr bool kS4Streams = false;
   using V = simde_float32x4_t;
   using Vi = simde_int32x4_t;
   using M = simde_uint32x4_t;
@@ -262,6 +264,8 @@ struct Vec128 {
   static constexpr int direct_max_rows() { return std::is_same_v<E, F32> ? 2 : 4; }
   // Decode blocks (from DRAM) are read in whole rows, one after the next (top of simd128_gemm_impl.h).
   static constexpr bool kDecodeKeyByKey = true;
+  // int4 SV of 2-4 rows streamed in key order (sv128_stream in sv_gemm/simd128_sv_impl.h), at any length.
+  static constexpr bool kS4Streams = true;
   using V = simde_v128_t;
   using Vi = simde_v128_t;
   using M = simde_v128_t;
@@ -433,7 +437,7 @@ struct Vec128 {
     const V u = simde_wasm_v128_xor(simde_wasm_u16x8_load8x8(row + d), simde_wasm_i16x8_splat(0x80));
     bytes_to_float(u, 128.0f, lo, hi);
   }
-  // The SV's loads (sv128_* in simd128_gemm_impl.h) may give each value times sv_scale, a power of two the SV
+  // The SV's loads (sv128_* in sv_gemm/simd128_sv_impl.h) may give each value times sv_scale, a power of two the SV
   // takes back from its sums. int8: each byte swizzled into the top byte of a 32-bit lane and converted, v * 2^24
   // with no float add (the SV's adds bound it): 2 rows x 512 keys, H=128, 9.9-10.3 -> 8.2-8.5 us. The same for
   // int4 (a shift or mask per nibble instead of the magic number) ran no faster.

@@ -1,7 +1,7 @@
-// attnkit sv_gemm kernels, neon: fused dequantize-and-accumulate SV (simd128_gemm_impl.h) on NEON (SIMDe: native on aarch64, emulated on x86).
+// attnkit sv_gemm kernels, neon: fused dequantize-and-accumulate SV (simd128_sv_impl.h) on NEON (SIMDe: native on aarch64, emulated on x86).
 #define ATTNKIT_VEC128_NEON 1
 #include "softmax/simd128_vec.h"
-#include "qk_gemm/simd128_gemm_impl.h"
+#include "sv_gemm/simd128_sv_impl.h"
 
 namespace attnkit {
 

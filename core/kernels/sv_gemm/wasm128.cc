@@ -1,7 +1,7 @@
-// attnkit sv_gemm kernels, wasm128: fused dequantize-and-accumulate SV (simd128_gemm_impl.h) on wasm SIMD128 (SIMDe: native under emcc, emulated elsewhere).
+// attnkit sv_gemm kernels, wasm128: fused dequantize-and-accumulate SV (simd128_sv_impl.h) on wasm SIMD128 (SIMDe: native under emcc, emulated elsewhere).
 #define ATTNKIT_VEC128_WASM 1
 #include "softmax/simd128_vec.h"
-#include "qk_gemm/simd128_gemm_impl.h"
+#include "sv_gemm/simd128_sv_impl.h"
 
 namespace attnkit {
 
