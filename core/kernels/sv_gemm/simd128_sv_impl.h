@@ -127,8 +127,8 @@ void sv128_dispatch(int mb, size_t N, size_t H, const float* Pi, const uint8_t* 
 // once per 8 columns, a slice of every row per pass, a strided pattern that reads from DRAM at about half the rate
 // of one forward pass (measured on x86, x86_gemm_impl.h). Instead V rows are read whole, in key order, and the
 // output rows are updated in place (they stay in L1). Each output is the same mac chain over the keys as in
-// sv128_tile, so the bits are the same. Two keys per output load and store, or, where sv_key_by_key (above)
-// says so, one key at a time over 16 columns per step where H allows.
+// sv128_tile, so the bits are the same. Two keys per output load and store, or, where sv_key_by_key
+// (qk_gemm/simd128_gemm_impl.h) says so, one key at a time over 16 columns per step where H allows.
 //
 // int4 streams too where T::kS4Streams, at any length, 2-4 rows (1 row: sv128_s4_row): the even and the odd
 // elements of each 16 columns are converted apart (T::nibbles8) and summed into outputs held as those 8 even then
