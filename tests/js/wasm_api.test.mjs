@@ -425,10 +425,13 @@ for (const build of BUILDS) {
     test('inputs of 4 GiB or more are out of memory before anything is allocated', () => {
       const huge = new Float32Array(2 ** 30 + 4);  // 4 GiB + 16 bytes, never touched: its pages stay unallocated
       const before = ak.memoryBytes();
-      assert.throws(() => ak.pin({ data: huge, shape: [huge.length] }),
-        (e) => e instanceof AttnkitError && e.code === 1 && e.message === 'pin: out of memory for 4294967312 bytes in wasm memory');
-      assert.throws(() => ak.groupQueryAttention({ query: { data: huge, shape: [1, 1, huge.length] } }, { num_heads: 1, kv_num_heads: 1 }),
-        (e) => e instanceof AttnkitError && e.code === 1 && /^out of memory: cannot allocate 42949674\d\d bytes of inputs/.test(e.message));
+      assert.throws(() => ak.pin({ data: huge, shape: [huge.length] }), (e) => e instanceof AttnkitError
+        && e.code === 1 && e.message === 'pin: out of memory for 4294967312 bytes in wasm memory');
+      assert.throws(
+        () => ak.groupQueryAttention({ query: { data: huge, shape: [1, 1, huge.length] } },
+          { num_heads: 1, kv_num_heads: 1 }),
+        (e) => e instanceof AttnkitError && e.code === 1
+          && /^out of memory: cannot allocate 42949674\d\d bytes of inputs/.test(e.message));
       assert.equal(ak.memoryBytes(), before);
       const { inputs, attrs } = smallGqa();
       assert.equal(ak.groupQueryAttention(inputs, attrs).output.data.length, 320);
@@ -525,9 +528,11 @@ describe('package entry (default instance)', () => {
     await attnkit.init({ threads: 1 });
     const { inputs, attrs } = smallGqa();
     const before = await attnkit.groupQueryAttention(inputs, attrs);
-    for (const [options, pattern] of [[5, /^init: options must be an object$/], [{ wasmPaths: 5 }, /^init: wasmPaths must/],
+    for (const [options, pattern] of [[5, /^init: options must be an object$/],
+      [{ wasmPaths: 5 }, /^init: wasmPaths must/],
       [{ build: 'toString' }, /^init: build must be auto, simd-threaded or simd, got "toString"$/]]) {
-      await assert.rejects(attnkit.init(options), (e) => e instanceof AttnkitError && e.code === 2 && pattern.test(e.message));
+      await assert.rejects(attnkit.init(options),
+        (e) => e instanceof AttnkitError && e.code === 2 && pattern.test(e.message));
     }
     assert.deepEqual((await attnkit.groupQueryAttention(inputs, attrs)).output.data, before.output.data);
   });

@@ -1,4 +1,5 @@
-// attnkit sv_gemm kernels, neon: fused dequantize-and-accumulate SV (simd128_sv_impl.h) on NEON (SIMDe: native on aarch64, emulated on x86).
+// attnkit sv_gemm kernels, neon: fused dequantize-and-accumulate SV (simd128_sv_impl.h) on NEON (SIMDe: native
+// on aarch64, emulated on x86).
 #define ATTNKIT_VEC128_NEON 1
 #include "softmax/simd128_vec.h"
 #include "sv_gemm/simd128_sv_impl.h"

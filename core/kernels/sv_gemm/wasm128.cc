@@ -1,4 +1,5 @@
-// attnkit sv_gemm kernels, wasm128: fused dequantize-and-accumulate SV (simd128_sv_impl.h) on wasm SIMD128 (SIMDe: native under emcc, emulated elsewhere).
+// attnkit sv_gemm kernels, wasm128: fused dequantize-and-accumulate SV (simd128_sv_impl.h) on wasm SIMD128 (SIMDe:
+// native under emcc, emulated elsewhere).
 #define ATTNKIT_VEC128_WASM 1
 #include "softmax/simd128_vec.h"
 #include "sv_gemm/simd128_sv_impl.h"
