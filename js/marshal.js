@@ -72,7 +72,7 @@ export class PinnedTensor {
     }
     const { array, bytes } = DTYPES[this.dtype];
     const data = new array(heapBuffer(Module), this.#ptr, this.byteLength / bytes);
-    return { dtype: this.dtype, shape: this.shape, data, pinned: this.#ptr, pinnedBytes: this.byteLength };
+    return callTensor(name, this.dtype, this.shape, data, this.#ptr, this.byteLength);
   }
 
   // Frees its wasm memory (also freed with its instance).
@@ -100,8 +100,16 @@ export function pinTensor(instance, tensor) {
   return new PinnedTensor(instance, ptr, t.dtype, [...t.shape], t.data.byteLength);
 }
 
-// Returns { dtype, shape, data } with data a typed array of the dtype's element type (and `pinned`, the pointer of
-// a PinnedTensor of `Module`). An onnxruntime Tensor ({ type, dims, data, location }: ORT's dtype names are
+// One input of a call as the marshaller handles it: data a typed array of the dtype's element type; `pinned` the
+// pointer of a PinnedTensor of the call's module (else 0); `cache` the layout of a past copied in with room for the
+// new rows (sharedCachePlan; else null). One object shape for every input, so the per-call loops over the inputs
+// stay monomorphic in V8.
+function callTensor(name, dtype, shape, data, pinned = 0, pinnedBytes = 0, cache = null) {
+  return { name, dtype, shape, data, pinned, pinnedBytes, cache };
+}
+
+// Returns the callTensor of `tensor`, given as a { dtype?, shape, data }, an onnxruntime Tensor or a
+// PinnedTensor of `Module`. An onnxruntime Tensor ({ type, dims, data, location }: ORT's dtype names are
 // attnkit's) is taken as it is, so tensors of a model run in onnxruntime-web or -node pass straight in; one on a GPU
 // must be brought to the CPU by its owner first.
 export function normalizeInput(name, tensor, Module) {
@@ -150,7 +158,7 @@ export function normalizeInput(name, tensor, Module) {
   if (data.length !== count) {
     throw new AttnkitError(`${name}: data holds ${data.length} elements, shape [${shape.join(', ')}] needs ${count}`);
   }
-  return { dtype, shape, data };
+  return callTensor(name, dtype, shape, data);
 }
 
 function isDetached(buffer) {
@@ -347,11 +355,7 @@ function callPacked(Module, what, inputs, attrs, { outputs, path, into, op } = {
   if (!inputs || typeof inputs !== 'object') throw new AttnkitError(`${what}: inputs must be an object of tensors`);
   checkInto(what, into);
   const normalized = [];
-  for (const name of Object.keys(inputs)) {
-    const t = normalizeInput(name, inputs[name], Module);
-    t.name = name;
-    normalized.push(t);
-  }
+  for (const name of Object.keys(inputs)) normalized.push(normalizeInput(name, inputs[name], Module));
   const shared = op ? sharedCachePlan(op, normalized, attrs, outputs) : null;
   if (shared) {
     try {
@@ -428,6 +432,14 @@ function callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, 
 const GQA_OPS = new Set(['GroupQueryAttention', 'com.microsoft.GroupQueryAttention']);
 const SHARED_OUTPUTS = new Set(['output', 'present_key', 'present_value']);
 
+// The plans look inputs up by name with a loop: an object of them built per call (Object.fromEntries) and copies by
+// spread made V8 create and transition new object shapes on every call, 2 us of a 13 us small decode step.
+function named(tensors, name) {
+  for (const t of tensors) if (t.name === name) return t;
+  return undefined;
+}
+const withCache = (t, shape, cache) => callTensor(t.name, t.dtype, shape, t.data, t.pinned, t.pinnedBytes, cache);
+
 // A stateless GroupQueryAttention call that continues every batch entry's P past rows by its S new tokens
 // (seqlens_k all P + S - 1, total_sequence_length P + S; a decode step) makes the same present as ORT's
 // shared-buffer form over caches of P + S rows. Its past is then copied into the argument block with a gap of S
@@ -437,8 +449,11 @@ const SHARED_OUTPUTS = new Set(['output', 'present_key', 'present_value']);
 function sharedCachePlan(op, normalized, attrs, outputs) {
   if (QATTENTION_OPS.has(op)) return qattentionCachePlan(normalized, attrs, outputs);
   if (!GQA_OPS.has(op) || (outputs && !outputs.every((name) => SHARED_OUTPUTS.has(name)))) return null;
-  const t = Object.fromEntries(normalized.map((x) => [x.name, x]));
-  const { query, past_key: pastKey, past_value: pastValue, seqlens_k: seqlens, total_sequence_length: total } = t;
+  const query = named(normalized, 'query');
+  const pastKey = named(normalized, 'past_key');
+  const pastValue = named(normalized, 'past_value');
+  const seqlens = named(normalized, 'seqlens_k');
+  const total = named(normalized, 'total_sequence_length');
   if (!query || !pastKey || !pastValue || !seqlens || !total || attrs?.sliding_window_cache) return null;
   if (query.shape.length !== 3 || pastKey.shape.length !== 4 || pastKey.dtype !== pastValue.dtype) return null;
   if (pastKey.shape.some((d, i) => d !== pastValue.shape[i])) return null;
@@ -446,7 +461,9 @@ function sharedCachePlan(op, normalized, attrs, outputs) {
   const S = query.shape[1];
   if (query.shape[0] !== B || B < 1 || Nk < 1 || P < 1 || S < 1 || columns < 1) return null;
   // key with 0 tokens is ORT's shared KV, where the past already holds the new rows: not a continuation.
-  if ([t.key, t.value].some((x) => x && (x.shape.length !== 3 || x.shape[1] !== S))) return null;
+  for (const x of [named(normalized, 'key'), named(normalized, 'value')]) {
+    if (x && (x.shape.length !== 3 || x.shape[1] !== S)) return null;
+  }
   if (seqlens.dtype !== 'int32' || seqlens.data.length !== B) return null;
   if (!seqlens.data.every((x) => x === P + S - 1)) return null;
   if (total.dtype !== 'int32' || total.data.length !== 1 || total.data[0] !== P + S) return null;
@@ -455,7 +472,7 @@ function sharedCachePlan(op, normalized, attrs, outputs) {
   const cache = { heads, rows: P, capacity: P + S, rowBytes, bytes: heads * (P + S) * rowBytes };
   const shape = [B, Nk, P + S, columns];
   return {
-    caches: { past_key: { ...pastKey, shape, cache }, past_value: { ...pastValue, shape, cache } },
+    caches: { past_key: withCache(pastKey, shape, cache), past_value: withCache(pastValue, shape, cache) },
     pastOf: { present_key: 'past_key', present_value: 'past_value' },
     outputs: ['output', 'present_key', 'present_value'],
     entry: 'gqa',
@@ -469,8 +486,8 @@ const QATTENTION_OPS = new Set(['QAttention', 'com.microsoft.QAttention']);
 // (attnkit_run_qattention_in_place), as for GroupQueryAttention above. Calls without past or present (whose
 // errors the ordinary path reports) return null.
 function qattentionCachePlan(normalized, attrs, outputs) {
-  const t = Object.fromEntries(normalized.map((x) => [x.name, x]));
-  const { input, past } = t;
+  const input = named(normalized, 'input');
+  const past = named(normalized, 'past');
   if (!input || !past || input.shape.length !== 3 || past.shape.length !== 5 || past.dtype !== 'float32') return null;
   if (outputs && !(outputs.includes('present') && outputs.every((name) => name === 'output' || name === 'present'))) {
     return null;
@@ -483,7 +500,7 @@ function qattentionCachePlan(normalized, attrs, outputs) {
   const rowBytes = H * 4;
   const cache = { heads, rows: P, capacity: P + S, rowBytes, bytes: heads * (P + S) * rowBytes };
   return {
-    caches: { past: { ...past, shape: [2, B, N, P + S, H], cache } },
+    caches: { past: withCache(past, [2, B, N, P + S, H], cache) },
     pastOf: { present: 'past' },
     outputs: ['output', 'present'],
     entry: 'qattention',

@@ -151,7 +151,9 @@ test('the default thread count: cgroup quotas round up, no limit is 0, and it fo
 test('onnxruntime tensors pass in as they are; one on a GPU is refused with what to do', async () => {
   const ort = await import('onnxruntime-node');
   const query = new ort.Tensor('float32', Float32Array.from({ length: 64 }, (_, i) => Math.sin(i)), [1, 1, 64]);
-  assert.deepEqual(normalizeInput('query', query), { dtype: 'float32', shape: [1, 1, 64], data: query.data });
+  const taken = normalizeInput('query', query);
+  assert.deepEqual([taken.name, taken.dtype, taken.shape], ['query', 'float32', [1, 1, 64]]);
+  assert.equal(taken.data, query.data);  // the tensor's own array, not a copy
   assert.equal(normalizeInput('x', new ort.Tensor('float16', new Uint16Array(4), [4])).dtype, 'float16');
   assert.equal(normalizeInput('x', new ort.Tensor('int64', new BigInt64Array(2), [1, 2])).dtype, 'int64');
   assert.throws(() => normalizeInput('x', new ort.Tensor('bool', new Uint8Array(2), [2])),
