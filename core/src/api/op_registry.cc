@@ -12,7 +12,7 @@ namespace attnkit {
 
 const JsonValue* AttrReader::lookup(const char* name, bool required, Status* status) {
   known_.emplace_back(name);
-  const JsonValue* v = attrs_.is_object() ? attrs_.find(name) : nullptr;
+  const JsonValue* v = attrs_.is_object() ? attrs_.find(known_.back()) : nullptr;
   if (!v && required) *status = Status::Error(std::string(name) + ": required attribute of " + op_ + " is missing");
   return v;
 }
@@ -75,7 +75,7 @@ Status AttrReader::finish() const {
   }
   for (const auto& m : attrs_.members()) {
     bool read = false;
-    for (const char* k : known_) read = read || m.first == k;
+    for (std::string_view k : known_) read = read || m.first == k;
     if (!read) return Status::Error(m.first + ": not an attribute of " + op_);
   }
   return Status::Ok();

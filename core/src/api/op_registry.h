@@ -4,6 +4,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -49,13 +50,13 @@ class AttrReader {
   const JsonValue* lookup(const char* name, bool required, Status* status);
   const JsonValue& attrs_;
   std::string op_;
-  std::vector<const char*> known_;  // the read_* names: string literals, kept without copies
+  std::vector<std::string_view> known_;  // the read_* names: string literals, kept without copies
 };
 
 // Binds named inputs to an op's input struct: one (name, member) row per ORT input.
 template <typename Inputs>
 struct InputSlot {
-  const char* name;
+  std::string_view name;  // compared by length first: most names differ there
   const TensorView* Inputs::*member;
 };
 
@@ -73,7 +74,7 @@ Status bind_inputs(const InputMap& inputs, const InputSlot<Inputs> (&slots)[N], 
     }
     if (!found) {
       std::string names;
-      for (const auto& slot : slots) names += std::string(names.empty() ? "" : ", ") + slot.name;
+      for (const auto& slot : slots) names += std::string(names.empty() ? "" : ", ") + std::string(slot.name);
       return Status::Error(entry.first + ": not an input of " + op + " (inputs: " + names + ")");
     }
   }

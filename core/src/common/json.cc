@@ -514,7 +514,10 @@ class JsonParser {
     *out = JsonValue::MakeObject();
     ++p_;
     skip_space();
-    out->members_.reserve(8);  // one allocation for most objects (attributes, tensors), not one per doubling
+    // One allocation for most objects (attributes, tensors), not one per doubling. Five members (880 bytes) stay
+    // under glibc's small-request size, where eight (1408) made every parse of a call's attributes consolidate
+    // malloc's fast bins: 6% of a small native attnkit_run (2.93 -> 2.75 us).
+    out->members_.reserve(5);
     if (p_ < end_ && *p_ == '}') {
       ++p_;
       return Status::Ok();
