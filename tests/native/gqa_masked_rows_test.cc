@@ -139,6 +139,38 @@ TEST(GqaMaskedRows, NaNAmongMaskedScoresStaysNaN) {
   }
 }
 
+// A decode step's NaN score reaches the output on every path and thread count wherever it falls, also as the first
+// score of a block or split-KV chunk (where reduce_max returns it): head 0 NaN at key 0, head 1 too with -inf on
+// keys 1-199, head 2 a NaN query (every score NaN), head 3 NaN at key 640 (a 64-key block's first); head 4 is finite.
+TEST(GqaMaskedRows, NaNScoresInDecodeStayNaN) {
+  for (int bits : {0, 8}) {
+    const MaskedCase m{"nan decode", 1, 1500, 5, 1, 64, DType::kFloat32, bits};
+    SCOPED_TRACE(bits);
+    GqaCase c = build(m);
+    const int64_t total = m.past + 1, H = m.head_size;
+    std::vector<float> bias(static_cast<size_t>(m.heads * total), 0.0f);
+    bias[0] = NAN;
+    bias[static_cast<size_t>(total)] = NAN;
+    std::fill(bias.begin() + total + 1, bias.begin() + total + 200, -INFINITY);
+    bias[static_cast<size_t>(3 * total + 640)] = NAN;
+    c.set("attention_bias", float_tensor(m.dtype, {1, m.heads, 1, total}, bias));
+    put_float(&c.at("query"), 2 * H + 5, NAN);
+    GqaInputs in = c.inputs();
+    reference::GqaReferenceResult ref;
+    ASSERT_TRUE(reference::group_query_attention(in, c.attrs, c.request, &ref).ok());
+    for (AttentionPath path : {AttentionPath::kNaive, AttentionPath::kFlash}) {
+      SCOPED_TRACE(path == AttentionPath::kNaive ? "naive" : "flash");
+      GqaOutputs one, three;
+      ASSERT_NO_FATAL_FAILURE(run_one_and_three_threads(in, c.attrs, c.request, path, &one, &three, 64));
+      for (const GqaOutputs* run : {&one, &three})
+        for (int64_t d = 0; d < 4 * H; ++d)
+          ASSERT_TRUE(std::isnan(reference::load_float(run->output.storage.data(), m.dtype, d))) << "element " << d;
+      const std::vector<double> finite(ref.output.begin() + 4 * H, ref.output.end());
+      expect_close(finite, reinterpret_cast<const float*>(one.output.storage.data()) + 4 * H, m.dtype, H, "head 4");
+    }
+  }
+}
+
 // Head 0's sink is `sink`, the others' finite; a decode step over 1,500 keys (split-KV at 3 threads) and a prompt.
 void check_sink(float sink, int64_t seq, int64_t past) {
   SCOPED_TRACE("sink " + std::to_string(sink) + " S " + std::to_string(seq));

@@ -325,8 +325,11 @@ void flash_segment_softmax(const AttentionContext& c, Scratch& s, const Tile& ti
       c.kt.softmax.scale(s.o_tile + r * H, static_cast<size_t>(H), factor);
       s.row_sum[r] *= factor;
     }
-    s.row_sum[r] += c.kt.softmax.exp_sum(vis, count, m_new);
-    s.row_max[r] = m_new;
+    const float block_sum = c.kt.softmax.exp_sum(vis, count, m_new);
+    s.row_sum[r] += block_sum;
+    // A NaN score makes the block's sum NaN, and the running max must carry it: reduce_max returns it only where it
+    // comes first, and a max left at -inf would mark a split-KV chunk as empty (dropped) instead.
+    s.row_max[r] = std::isnan(block_sum) ? block_sum : m_new;
   }
 }
 
