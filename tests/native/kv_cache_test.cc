@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "attnkit/gqa.h"
@@ -301,6 +302,9 @@ TEST(KvCache, LoadAndTruncateRefuseWhatDoesNotFit) {
   EXPECT_NE(message(cache.load(wrong_heads, wrong_heads)).find("is not (1, 2, tokens, 8)"), std::string::npos);
   EXPECT_NE(message(cache.load(int8_rows, int8_rows)).find("int8 is not the cache's float32"), std::string::npos);
   EXPECT_NE(message(cache.load(three, six, 2)).find("past_value: 6 tokens where past_key holds 3"), std::string::npos);
+  const TensorView negative{DType::kFloat32, {1, 2, -3, 8}, rows.data()};
+  EXPECT_EQ(message(cache.load(negative, negative)), "past_key: shape [1, 2, -3, 8] has a negative row count");
+  EXPECT_EQ(message(cache.load(three, three, -5)), "kv cache: cannot load -5 tokens (-1 loads every row)");
   EXPECT_EQ(cache.length(), 0);  // refused loads leave it as it was
   ASSERT_TRUE(cache.load(six, six, 3).ok());
   EXPECT_NE(message(cache.truncate(4)).find("cannot truncate to 4 tokens: it holds 3"), std::string::npos);
@@ -341,6 +345,11 @@ TEST(KvCache, RejectsOverflowAndMisuse) {
   Tensor out;
   Status st = cache.step(in, attrs, &out);
   EXPECT_NE(st.message().find("exceed the capacity"), std::string::npos) << st.message();
+  // A token count whose sum with the cached ones overflows is refused before it is added (window caches have no
+  // capacity to stop it).
+  TensorView huge{DType::kFloat32, {1, std::numeric_limits<int64_t>::max(), 8}, x.data()};
+  in.query = in.key = in.value = &huge;
+  EXPECT_EQ(cache.step(in, attrs, &out).message(), "kv cache: 0 + 9223372036854775807 tokens exceed int32 seqlens_k");
   // Null pointers are refused, not written through or read, and the cache stays as it was.
   TensorView one{DType::kFloat32, {1, 1, 8}, x.data()};
   in.query = in.key = in.value = &one;

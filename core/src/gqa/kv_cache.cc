@@ -103,6 +103,10 @@ Status GqaKvCache::step(const GqaInputs& inputs, const GqaAttributes& attrs, Ten
   if (!inputs.query || inputs.query->shape.size() != 3)
     return Status::Error("query: must be rank 3 (batch, sequence, hidden)");
   const int64_t new_tokens = inputs.query->shape[1];
+  // Checked before the sum, which could overflow (the query's shape is validated later, with the op's inputs).
+  if (new_tokens > std::numeric_limits<int32_t>::max() - length_)
+    return Status::Error("kv cache: " + std::to_string(length_) + " + " + std::to_string(new_tokens) +
+                         " tokens exceed int32 seqlens_k");
   const int64_t total = length_ + new_tokens;
   GqaAttributes step_attrs = attrs;
   if (config_.window > 0) {
@@ -118,8 +122,6 @@ Status GqaKvCache::step(const GqaInputs& inputs, const GqaAttributes& attrs, Ten
     return Status::Error("kv cache: " + std::to_string(total) + " tokens exceed the capacity " +
                          std::to_string(config_.capacity));
   }
-  if (total > std::numeric_limits<int32_t>::max())
-    return Status::Error("kv cache: " + std::to_string(total) + " tokens exceed int32 seqlens_k");
   std::vector<int32_t> seqlens(static_cast<size_t>(config_.batch), static_cast<int32_t>(total - 1));
   const int32_t total32 = static_cast<int32_t>(total);
   const TensorView seqlens_view{DType::kInt32, {config_.batch}, seqlens.data()};
@@ -174,8 +176,12 @@ Status GqaKvCache::load(const TensorView& key, const TensorView& value, int64_t 
       return Status::Error(std::string(name) + ": shape " + shape_to_string(t->shape) + " is not (" +
                            std::to_string(cache[0]) + ", " + std::to_string(cache[1]) + ", tokens, " +
                            std::to_string(cache[3]) + ")");
+    if (t->shape[2] < 0)
+      return Status::Error(std::string(name) + ": shape " + shape_to_string(t->shape) + " has a negative row count");
     if (!t->data && t->elements() > 0) return Status::Error(std::string(name) + ": data is null");
   }
+  if (length < -1)
+    return Status::Error("kv cache: cannot load " + std::to_string(length) + " tokens (-1 loads every row)");
   if (key.shape[2] != value.shape[2])
     return Status::Error("past_value: " + std::to_string(value.shape[2]) + " tokens where past_key holds " +
                          std::to_string(key.shape[2]));
