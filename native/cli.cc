@@ -108,6 +108,7 @@ int parse_options(int argc, char** argv, Options* o) {
       o->out_path = v;
     } else if (arg == "--isa") {
       o->isa = v;
+      if (o->isa.empty()) return report(kExitInvalid, "--isa: needs an ISA name");
     } else if (arg == "--case") {
       o->case_selector = v;
       o->has_case_selector = true;
@@ -131,6 +132,10 @@ int parse_options(int argc, char** argv, Options* o) {
     }
   }
   if (o->command != "info" && o->case_path.empty()) return report(kExitInvalid, o->command + ": missing CASE.json (run attnkit without arguments for usage)");
+  // The environment's settings that the run uses are checked as the options are: a typo must not silently change it.
+  for (const std::string& problem : {o->isa.empty() ? isa_env_problem() : std::string(),
+                                     o->threads == 0 ? num_threads_env_problem() : std::string()})
+    if (!problem.empty()) return report(kExitInvalid, problem);
   if (!o->isa.empty() && !set_kernel_isa(o->isa)) {
     std::string names;
     for (const std::string& isa : available_isas()) names += (names.empty() ? "" : ", ") + isa;

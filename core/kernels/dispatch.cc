@@ -4,6 +4,7 @@
 #include "dispatch.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -307,13 +308,26 @@ bool set_kernel_isa(const std::string& isa) {
   return true;
 }
 
+std::string isa_env_problem() {
+  const char* forced = std::getenv("ATTNKIT_ISA");
+  if (!forced || !*forced || isa_runnable(forced)) return std::string();
+  std::string names;
+  for (const std::string& isa : available_isas()) names += (names.empty() ? "" : ", ") + isa;
+  return std::string("ATTNKIT_ISA: \"") + forced + "\" is not available here (available: " + names + ")";
+}
+
 const KernelTable& kernel_table() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   if (!r.selected) {
     const char* forced = std::getenv("ATTNKIT_ISA");
     if (forced && *forced) r.selected = table_locked(r, forced);
-    if (!r.selected) r.selected = table_locked(r, best_native_isa());
+    if (!r.selected) {
+      r.selected = table_locked(r, best_native_isa());
+      // A mistyped ISA must not pass unnoticed: the caller asked for other bits than these.
+      const std::string problem = isa_env_problem();
+      if (!problem.empty()) std::fprintf(stderr, "attnkit: %s; using %s\n", problem.c_str(), r.selected->isa);
+    }
   }
   return *r.selected;
 }

@@ -27,8 +27,11 @@ struct KernelTable {
   const char* quantized_qk;
 };
 
-// The table in use: ATTNKIT_ISA if set (must be available), else the best the CPU runs.
+// The table in use: ATTNKIT_ISA if set (must be available), else the best the CPU runs. An ATTNKIT_ISA that is
+// not available here is reported on stderr once, and the best table runs.
 const KernelTable& kernel_table();
+// What is wrong with ATTNKIT_ISA (unknown or not runnable here), or "" (unset or fine): the CLI refuses it.
+std::string isa_env_problem();
 // Forces an ISA for the rest of the process; false (and no change) if it is not available here.
 bool set_kernel_isa(const std::string& isa);
 // The table for one ISA, or nullptr if it is not compiled in or the CPU cannot run it.

@@ -86,6 +86,27 @@ Result cli(const std::string& args) {
   return r;
 }
 
+// An environment variable set for the CLI runs in one scope (std::system passes the environment on), then restored.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    set(value);
+  }
+  ~ScopedEnv() { had_ ? set(old_.c_str()) : set(nullptr); }
+
+ private:
+  void set(const char* value) {
+#if defined(_WIN32)
+    _putenv_s(name_.c_str(), value ? value : "");
+#else
+    value ? setenv(name_.c_str(), value, 1) : unsetenv(name_.c_str());
+#endif
+  }
+  std::string name_, old_;
+  bool had_ = false;
+};
+
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -259,6 +280,23 @@ TEST_F(Cli, BadFilesAndOptionsNeverCrash) {
   EXPECT_EQ(cli("run " + valid + " --out " + dir + "no-such-dir/out.json").code, 1);
   Result scalar = cli("run " + valid + " --isa scalar");
   EXPECT_EQ(scalar.code, 0) << scalar.err;
+  EXPECT_EQ(cli("run " + valid + " --isa \"\"").code, 2);
+  // The environment's ISA and thread count are checked as the options are, where no option overrides them.
+  {
+    ScopedEnv env("ATTNKIT_ISA", "NEON");
+    Result typo = cli("run " + valid);
+    EXPECT_EQ(typo.code, 2);
+    EXPECT_NE(typo.err.find("ATTNKIT_ISA: \"NEON\" is not available here (available: scalar"), std::string::npos)
+        << typo.err;
+    EXPECT_EQ(cli("run " + valid + " --isa scalar").code, 0);
+  }
+  {
+    ScopedEnv env("ATTNKIT_NUM_THREADS", "two");
+    Result typo = cli("bench " + valid + " --iters 1");
+    EXPECT_EQ(typo.code, 2);
+    EXPECT_NE(typo.err.find("ATTNKIT_NUM_THREADS: \"two\" must be a thread count"), std::string::npos) << typo.err;
+    EXPECT_EQ(cli("bench " + valid + " --iters 1 --threads 2").code, 0);
+  }
 }
 
 TEST_F(Cli, HelpPrintsUsageAndSucceeds) {

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -177,14 +179,35 @@ class ThreadPool {
   std::atomic<size_t> completed_{0};
 };
 
+// ATTNKIT_NUM_THREADS as a count (0 when unset or empty, which means the available CPUs), or -1 when it is not a
+// non-negative integer.
+long num_threads_env() {
+  const char* env = std::getenv("ATTNKIT_NUM_THREADS");
+  if (!env || !*env) return 0;
+  for (const char* c = env; *c; ++c)
+    if (*c < '0' || *c > '9') return -1;
+  errno = 0;
+  const long v = std::strtol(env, nullptr, 10);
+  return errno == ERANGE ? -1 : v;
+}
+
 }  // namespace
+
+std::string num_threads_env_problem() {
+  if (num_threads_env() >= 0) return std::string();
+  return std::string("ATTNKIT_NUM_THREADS: \"") + std::getenv("ATTNKIT_NUM_THREADS") +
+         "\" must be a thread count (0 or absent: the available CPUs)";
+}
 
 int default_threads() {
   static const int n = [] {
-    const char* env = std::getenv("ATTNKIT_NUM_THREADS");
-    int v = env ? std::atoi(env) : 0;
-    if (v <= 0) v = available_cpus();
-    return std::clamp(v, 1, kMaxThreads);
+    long v = num_threads_env();
+    if (v <= 0) {
+      // A mistyped count must not pass unnoticed; the CLI refuses it (num_threads_env_problem).
+      if (v < 0) std::fprintf(stderr, "attnkit: %s; using %d\n", num_threads_env_problem().c_str(), available_cpus());
+      v = available_cpus();
+    }
+    return static_cast<int>(std::clamp<long>(v, 1, kMaxThreads));
   }();
   return n;
 }

@@ -4,13 +4,17 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <string>
 
 namespace attnkit {
 
 // Threads a call with RunOptions::threads == requested will use (0 = the pool's default).
 int resolve_threads(int requested);
-// The pool's default thread count: ATTNKIT_NUM_THREADS, else the CPUs this process may use (available_cpus.h).
+// The pool's default thread count: ATTNKIT_NUM_THREADS, else the CPUs this process may use (available_cpus.h). A
+// value that is not a count is reported on stderr once and the CPUs are used.
 int default_threads();
+// What is wrong with ATTNKIT_NUM_THREADS, or "" (unset or a count): the CLI refuses it.
+std::string num_threads_env_problem();
 
 // Runs fn(task, worker) for task in [0, tasks) on up to `threads` threads; worker in [0, threads)
 // identifies per-thread scratch. Returns when all tasks are done. Nested calls run inline.
