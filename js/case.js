@@ -145,6 +145,22 @@ export function* splitmix64(seed) {
   for (;;) yield next();
 }
 
+// random.seed as a BigInt: a safe integer, a BigInt, or a string of decimal digits (as the C++ reader takes). A
+// JSON number above 2^53 has lost digits by the time JSON.parse returns it, so it is refused, not rounded.
+function seedOf(seed, fail) {
+  const range = 'random.seed must be an integer in [0, 2^64)';
+  if (typeof seed === 'number') {
+    if (Number.isSafeInteger(seed) && seed >= 0) return BigInt(seed);
+    if (Number.isInteger(seed) && seed > 0 && seed < 2 ** 64) {
+      throw fail(`${range}; above 2^53 - 1 a number has lost digits in JavaScript: write it as a decimal string`);
+    }
+    throw fail(range);
+  }
+  const big = typeof seed === 'bigint' ? seed : typeof seed === 'string' && /^[0-9]{1,20}$/.test(seed) ? BigInt(seed) : -1n;
+  if (big < 0n || big >= 1n << 64n) throw fail(range);
+  return big;
+}
+
 function randomElements(dtype, count, spec, fail) {
   const info = dtypeInfo(dtype);
   if (!spec || typeof spec !== 'object' || Array.isArray(spec)) throw fail('random must be an object {seed, low, high}');
@@ -152,9 +168,8 @@ function randomElements(dtype, count, spec, fail) {
     if (!['seed', 'low', 'high'].includes(k)) throw fail(`random.${k} is not a field of random (seed, low, high)`);
   }
   if (spec.seed === undefined) throw fail('random.seed is required');
-  if (!Number.isInteger(spec.seed) || spec.seed < 0) throw fail('random.seed must be an integer in [0, 2^64)');
   const out = new info.array(count);
-  const next = splitmixStream(spec.seed);
+  const next = splitmixStream(seedOf(spec.seed, fail));
   if (info.float) {
     if (spec.low !== undefined && typeof spec.low !== 'number') throw fail('random.low must be a number');
     if (spec.high !== undefined && typeof spec.high !== 'number') throw fail('random.high must be a number');

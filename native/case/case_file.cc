@@ -105,6 +105,21 @@ Status fill_from_base64(const std::string& name, const JsonValue& b64, Tensor* t
   return Status::Ok();
 }
 
+// A seed may also be a string of decimal digits: JSON numbers above 2^53 lose digits in JavaScript, so that is the
+// spelling that gives every uint64 seed the same tensor on every target.
+bool decimal_uint64(const std::string& text, uint64_t* out) {
+  if (text.empty() || text.size() > 20) return false;
+  uint64_t v = 0;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return false;
+    const uint64_t digit = static_cast<uint64_t>(ch - '0');
+    if (v > (UINT64_MAX - digit) / 10) return false;
+    v = v * 10 + digit;
+  }
+  *out = v;
+  return true;
+}
+
 Status fill_from_random(const std::string& name, const JsonValue& spec, DType dtype, Tensor* t) {
   if (!spec.is_object()) return fail(name, "random must be an object {seed, low, high}");
   for (const auto& m : spec.members()) {
@@ -115,7 +130,8 @@ Status fill_from_random(const std::string& name, const JsonValue& spec, DType dt
   const JsonValue* seed_json = spec.find("seed");
   uint64_t state;
   if (!seed_json) return fail(name, "random.seed is required");
-  if (!seed_json->as_uint64(&state)) return fail(name, "random.seed must be an integer in [0, 2^64)");
+  if (!(seed_json->is_string() ? decimal_uint64(seed_json->as_string(), &state) : seed_json->as_uint64(&state)))
+    return fail(name, "random.seed must be an integer in [0, 2^64)");
   const JsonValue* low_json = spec.find("low");
   const JsonValue* high_json = spec.find("high");
   size_t n = static_cast<size_t>(t->elements());

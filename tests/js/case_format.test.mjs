@@ -25,6 +25,23 @@ test('random tensors follow the DESIGN.md formulas', () => {
   assert.equal(big.data[0], -(2n ** 63n) + BigInt(u));
 });
 
+test('seeds above 2^53 are read exactly as decimal strings or BigInts, and refused as numbers', () => {
+  // splitmix64 by its DESIGN.md formula in BigInt arithmetic, for seed 2^64 - 1.
+  const mask = (1n << 64n) - 1n;
+  let z = ((1n << 64n) - 1n + 0x9e3779b97f4a7c15n) & mask;
+  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & mask;
+  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & mask;
+  const u = Number((z ^ (z >> 31n)) >> 32n);
+  for (const seed of ['18446744073709551615', 2n ** 64n - 1n]) {
+    assert.equal(materializeTensor({ dtype: 'uint8', shape: [1], random: { seed } }).data[0], u % 256);
+  }
+  const tensor = (seed) => materializeTensor({ dtype: 'uint8', shape: [1], random: { seed } });
+  assert.throws(() => tensor(2 ** 53 + 2), /random.seed .*above 2\^53 - 1 .*write it as a decimal string/);
+  for (const seed of ['18446744073709551616', '', '1e3', '-1', 2n ** 64n, -1n, -1, 0.5, true]) {
+    assert.throws(() => tensor(seed), /random.seed must be an integer in \[0, 2\^64\)/, String(seed));
+  }
+});
+
 test('fp16 and bf16 round to nearest even and round-trip every finite value', () => {
   assert.equal(floatToF16(1 + 2 ** -11), 0x3c00); // tie goes to the even mantissa
   assert.equal(floatToF16(1 + 3 * 2 ** -11), 0x3c02);

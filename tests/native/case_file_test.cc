@@ -90,6 +90,9 @@ TEST(CaseFile, RandomFloatsAndIntegersFollowTheFormula) {
   Tensor big = tensor_ok(R"({"dtype":"uint8","shape":[1],"random":{"seed":18446744073709551615}})");
   uint64_t state = UINT64_MAX;
   EXPECT_EQ(element<uint8_t>(big, 0), splitmix64_next(&state) % 256);
+  // So are seeds spelled as decimal strings, the form that JavaScript reads exactly too.
+  Tensor spelled = tensor_ok(R"({"dtype":"uint8","shape":[1],"random":{"seed":"18446744073709551615"}})");
+  EXPECT_EQ(element<uint8_t>(spelled, 0), element<uint8_t>(big, 0));
 }
 
 TEST(CaseFile, RandomHalfPrecisionRoundsFromDouble) {
@@ -182,6 +185,10 @@ TEST(CaseFile, TensorErrorsNameTheInput) {
             "query: data must be an array of numbers");
   EXPECT_EQ(tensor_error(R"({"dtype":"float32","shape":[1],"random":{"seed":-1}})"),
             "query: random.seed must be an integer in [0, 2^64)");
+  for (const char* seed : {R"("18446744073709551616")", R"("")", R"("1e3")", R"("-1")", R"(" 1")", "true"})
+    EXPECT_EQ(tensor_error(std::string(R"({"dtype":"float32","shape":[1],"random":{"seed":)") + seed + "}}"),
+              "query: random.seed must be an integer in [0, 2^64)")
+        << seed;
   EXPECT_EQ(tensor_error(R"({"dtype":"float32","shape":[1],"random":{"seed":1,"lo":0}})"),
             "query: random.lo is not a field of random (seed, low, high)");
   EXPECT_EQ(tensor_error(R"({"dtype":"int8","shape":[1],"random":{"seed":1,"low":-200}})"),
