@@ -59,6 +59,9 @@ export interface CallOptions {
    * that output's data instead of fresh arrays (each must be the output dtype's array type, or a Float16Array for
    * float16, with exactly its element count). A fresh multi-MB array costs its page faults on every call. */
   into?: Record<string, TensorData>;
+  /** An object the call fills in: peakScratchBytes, the bytes of wasm memory the op used beside its inputs and
+   * outputs (the CLI's `bench` reports it as peak_scratch_bytes). */
+  stats?: { peakScratchBytes?: number };
 }
 
 export type Build = 'simd-threaded' | 'simd';

@@ -35,7 +35,7 @@ function checkThreads(threads, what) {
   }
 }
 
-// A call's options ({ threads, path, into, outputs }; none when undefined or null), checked.
+// A call's options ({ threads, path, into, outputs, stats }; none when undefined or null), checked.
 function callOptions(options, what) {
   if (options == null) return {};
   if (typeof options !== 'object') throw new AttnkitError(`${what}: options must be an object`);
@@ -46,6 +46,9 @@ function callOptions(options, what) {
   const { outputs } = options;
   if (outputs !== undefined && !(Array.isArray(outputs) && outputs.every((name) => typeof name === 'string'))) {
     throw new AttnkitError(`${what}: outputs must be an array of output names`);
+  }
+  if (options.stats !== undefined && (options.stats === null || typeof options.stats !== 'object')) {
+    throw new AttnkitError(`${what}: stats must be an object (the call fills in peakScratchBytes)`);
   }
   return options;
 }
@@ -163,7 +166,7 @@ export class AttnkitInstance {
   // Runs one case object (the corpus format, tests/cases); returns { outputs }.
   runCase(caseObject, options = {}) {
     const { op, inputs, attrs, outputs } = prepareCase(caseObject);
-    return { outputs: this.run(op, inputs, attrs, { outputs, ...options }) };
+    return { outputs: this.run(op, inputs, attrs, { outputs, ...callOptions(options, 'runCase') }) };
   }
 
   dispose() {

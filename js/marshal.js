@@ -91,13 +91,17 @@ function wasmMalloc(Module, bytes) {
 
 // Copies a tensor into `instance`'s wasm memory once; see PinnedTensor.
 export function pinTensor(instance, tensor) {
-  const t = normalizeInput('pin', tensor);
   const { Module } = instance;
-  const ptr = wasmMalloc(Module, Math.max(t.data.byteLength, 1));
-  if (ptr === 0) throw new AttnkitError(`pin: out of memory for ${t.data.byteLength} bytes in wasm memory`, 1);
-  new Uint8Array(heapBuffer(Module), ptr, t.data.byteLength)
-    .set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
-  return new PinnedTensor(instance, ptr, t.dtype, [...t.shape], t.data.byteLength);
+  const t = normalizeInput('pin', tensor, Module);
+  const bytes = t.pinned ? t.pinnedBytes : t.data.byteLength;
+  const ptr = wasmMalloc(Module, Math.max(bytes, 1));
+  if (ptr === 0) throw new AttnkitError(`pin: out of memory for ${bytes} bytes in wasm memory`, 1);
+  // A tensor pinned already is copied from where it lies: the malloc may have grown wasm memory, and growth
+  // detaches views of the old buffer, its data included.
+  const heap = heapBuffer(Module);
+  new Uint8Array(heap, ptr, bytes).set(t.pinned ? new Uint8Array(heap, t.pinned, bytes)
+    : new Uint8Array(t.data.buffer, t.data.byteOffset, bytes));
+  return new PinnedTensor(instance, ptr, t.dtype, [...t.shape], bytes);
 }
 
 // One input of a call as the marshaller handles it: data a typed array of the dtype's element type; `pinned` the
@@ -351,21 +355,23 @@ function readResults(Module, found, what, into = {}) {
 // Packs the inputs and attributes, calls `invoke(args, count, shared)` (one C entry point taking the packed block;
 // `shared` when sharedCachePlan chose the in-place form, `op` says which op may), and returns its results as fresh
 // typed arrays (or the caller's `into`); frees everything it allocated in wasm memory.
-function callPacked(Module, what, inputs, attrs, { outputs, path, into, op } = {}, invoke) {
+function callPacked(Module, what, inputs, attrs, { outputs, path, into, op, stats } = {}, invoke) {
   if (!inputs || typeof inputs !== 'object') throw new AttnkitError(`${what}: inputs must be an object of tensors`);
   checkInto(what, into);
+  // An empty list asks for the default outputs, as the C ABI reads an empty one (and the native CLI a case's []).
+  if (outputs?.length === 0) outputs = undefined;
   const normalized = [];
   for (const name of Object.keys(inputs)) normalized.push(normalizeInput(name, inputs[name], Module));
   const shared = op ? sharedCachePlan(op, normalized, attrs, outputs) : null;
   if (shared) {
     try {
-      return callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, invoke, shared);
+      return callPackedAs(Module, what, normalized, attrs, { outputs, path, into, stats }, invoke, shared);
     } catch (e) {
       // A refused call is refused again by the ordinary form, whose message names the shapes as the caller gave them.
       if (!(e instanceof AttnkitError) || e.code !== 2) throw e;
     }
   }
-  return callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, invoke, null);
+  return callPackedAs(Module, what, normalized, attrs, { outputs, path, into, stats }, invoke, null);
 }
 
 // BigInt attribute values (int64 in ONNX) go as numbers, and NaN and infinities, which JSON would turn into null, as
@@ -398,7 +404,7 @@ function attrsToJson(attrs) {
   }
 }
 
-function callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, invoke, shared) {
+function callPackedAs(Module, what, normalized, attrs, { outputs, path, into, stats }, invoke, shared) {
   const packed = shared ? normalized.map((t) => shared.caches[t.name] ?? t) : normalized;
   const attrsJson = attrsToJson(attrs);
   const outputsCsv = outputs ? outputs.join(',') : '';
@@ -411,6 +417,7 @@ function callPackedAs(Module, what, normalized, attrs, { outputs, path, into }, 
       const message = result ? Module.UTF8ToString(Module._attnkit_result_error(result) >>> 0) : '';
       throw new AttnkitError(message || `${what}: internal error (code ${rc})`, rc === 2 ? 2 : 1);
     }
+    if (stats) stats.peakScratchBytes = Module._attnkit_result_peak_scratch_bytes(result) >>> 0;
     let found = resultEntries(Module, result);
     if (shared) {
       // The caches now hold present_key/present_value: they are read where they lie, in the argument block.
@@ -510,8 +517,8 @@ function qattentionCachePlan(normalized, attrs, outputs) {
 // Runs one operator through attnkit_run. inputs: { name: { data, shape, dtype? } }; attrs: ORT attribute
 // names; options: { outputs?: string[], path?: 'auto'|'naive'|'flash', into?: { name: TypedArray } }; threads: 0 for
 // the module's default. (Arguments, not spread into options: a spread per call was a tenth of a small step's time.)
-export function runOperator(Module, op, inputs, attrs, { outputs, path, into } = {}, threads = 0) {
-  return callPacked(Module, op, inputs, attrs, { outputs, path, into, op }, (a, count, shared) => {
+export function runOperator(Module, op, inputs, attrs, { outputs, path, into, stats } = {}, threads = 0) {
+  return callPacked(Module, op, inputs, attrs, { outputs, path, into, op, stats }, (a, count, shared) => {
     if (!shared) return Module._attnkit_run(a.op, a.attrs, a.records, count, a.outputs, threads, a.path, a.resultSlot);
     const entry = shared.entry === 'qattention' ? Module._attnkit_run_qattention_in_place
       : Module._attnkit_run_gqa_in_place;

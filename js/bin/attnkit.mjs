@@ -112,11 +112,13 @@ function benchCommand(attnkit, o) {
   }
   const { c, name } = cases[0];
   const { op, inputs, attrs, outputs } = prepareCase(c);
-  const options = { outputs, threads: o.threads, path: o.path };
+  const stats = {};
+  const options = { outputs, threads: o.threads, path: o.path, stats };
   // Timed as a JS caller in a loop sees it: inputs copied in, the op, outputs copied out into the first call's
   // arrays (`into`), as the native CLI reuses its heap. Fresh multi-MB arrays page-fault: a decode step after 4095
   // int8 tokens took 30-40 ms per call for its first 7 fresh calls and every ~6th after, 3 ms otherwise.
   const first = attnkit.run(op, inputs, attrs, options);
+  let peak = stats.peakScratchBytes;
   options.into = Object.fromEntries(Object.entries(first).map(([name, t]) => [name, t.data]));
   const times = [];
   for (let i = 0; i < o.warmup + o.iters; i++) {
@@ -124,6 +126,7 @@ function benchCommand(attnkit, o) {
     attnkit.run(op, inputs, attrs, options);
     const us = (performance.now() - start) * 1000;
     if (i >= o.warmup) times.push(us);
+    peak = Math.max(peak, stats.peakScratchBytes);
   }
   const sorted = times.slice().sort((a, b) => a - b);
   const n = sorted.length;
@@ -133,7 +136,7 @@ function benchCommand(attnkit, o) {
     name, op, median_us: median, min_us: sorted[0], mean_us: sorted.reduce((s, t) => s + t, 0) / n,
     iters: o.iters, warmup: o.warmup, isa: info.isa,
     threads: o.threads ? Math.min(o.threads, info.maxThreads) : info.threads,
-    path: o.path ?? 'auto', target: 'wasm', build: info.build,
+    path: o.path ?? 'auto', peak_scratch_bytes: peak, target: 'wasm', build: info.build,
   };
   write(o, `${JSON.stringify(line)}\n`);
 }

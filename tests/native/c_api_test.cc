@@ -35,7 +35,7 @@ struct SmallGqa {
             {"seqlens_k", ATTNKIT_INT32, 1, seq_shape, &seqlens},
             {"total_sequence_length", ATTNKIT_INT32, 0, nullptr, &total}};
   }
-  GqaOutputs direct(float scale) const {
+  GqaOutputs direct(float scale, size_t* peak_scratch_bytes = nullptr) const {
     TensorView tq{DType::kFloat32, {1, 3, 32}, q.data()}, tk{DType::kFloat32, {1, 3, 16}, k.data()},
         tv{DType::kFloat32, {1, 3, 16}, v.data()}, ts{DType::kInt32, {1}, &seqlens}, tt{DType::kInt32, {}, &total};
     GqaInputs in;
@@ -49,7 +49,9 @@ struct SmallGqa {
     a.kv_num_heads = 2;
     a.scale = scale;
     GqaOutputs out;
-    Status st = group_query_attention(in, a, GqaRequest(), &out);
+    RunOptions options;
+    options.peak_scratch_bytes = peak_scratch_bytes;
+    Status st = group_query_attention(in, a, GqaRequest(), &out, options);
     EXPECT_TRUE(st.ok()) << st.message();
     return out;
   }
@@ -77,7 +79,10 @@ TEST(CApi, RunsGqaLikeTheCppApi) {
   EXPECT_STREQ(attnkit_result_name(r.r, 0), "output");
   EXPECT_STREQ(attnkit_result_name(r.r, 1), "present_key");
   EXPECT_STREQ(attnkit_result_name(r.r, 2), "present_value");
-  GqaOutputs want = g.direct(0.5f);
+  size_t peak = 0;
+  GqaOutputs want = g.direct(0.5f, &peak);
+  EXPECT_GT(peak, 0u);
+  EXPECT_EQ(attnkit_result_peak_scratch_bytes(r.r), peak);
   const Tensor* expected[] = {&want.output, &want.present_key, &want.present_value};
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(attnkit_result_dtype(r.r, i), ATTNKIT_FLOAT32);
@@ -142,6 +147,7 @@ TEST(CApi, InvalidInputsReturnTwoWithOneLine) {
     EXPECT_EQ(got, message);
     EXPECT_EQ(got.find('\n'), std::string::npos);
     EXPECT_EQ(attnkit_result_count(r.r), 0);
+    EXPECT_EQ(attnkit_result_peak_scratch_bytes(r.r), 0u);
   };
   {
     ResultGuard r;

@@ -70,6 +70,9 @@ const void* attnkit_result_data(const attnkit_result* result, int i);
 size_t attnkit_result_bytes(const attnkit_result* result, int i);
 /* "" when the call succeeded. */
 const char* attnkit_result_error(const attnkit_result* result);
+/* The call's scratch high-water mark: the bytes the op allocated beside its inputs and outputs (0 after a
+ * failure), as the CLI's `bench` reports it. */
+size_t attnkit_result_peak_scratch_bytes(const attnkit_result* result);
 void attnkit_result_free(attnkit_result* result);
 
 /* JSON: {"version", "cpu_features", "available_isas", "isa", "quantized_qk", "qattention_gemm", "threads"}. The

@@ -20,6 +20,7 @@
 struct attnkit_result {
   std::string error;
   std::vector<std::pair<std::string, attnkit::Tensor>> outputs;
+  size_t peak_scratch_bytes = 0;
 };
 
 struct attnkit_kv_cache {
@@ -102,8 +103,9 @@ std::string t_info;
 thread_local std::string t_info;
 #endif
 
-// What every entry point decodes from its C arguments.
+// What every entry point decodes from its C arguments; the op reports its scratch into the call's result.
 struct Call {
+  explicit Call(attnkit_result* r) { options.peak_scratch_bytes = &r->peak_scratch_bytes; }
   attnkit::JsonValue attrs = attnkit::JsonValue::MakeObject();
   attnkit::InputMap views;
   attnkit::RunOptions options;
@@ -158,7 +160,7 @@ int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* in
                 const char* outputs_csv, int threads, const char* path, attnkit_result** result) {
   return guarded(result, [&](attnkit_result* r) {
     if (!op) return fail(r, ATTNKIT_INVALID, "op: is null");
-    Call call;
+    Call call(r);
     std::vector<std::string> outputs;
     Status st = decode_call(attrs_json, inputs, n_inputs, outputs_csv, threads, path, &call, &outputs);
     if (st.ok()) st = attnkit::run_op(op, call.attrs, call.views, outputs, call.options, &r->outputs);
@@ -169,7 +171,7 @@ int attnkit_run(const char* op, const char* attrs_json, const attnkit_tensor* in
 int attnkit_run_gqa_in_place(const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
                              const char* outputs_csv, int threads, const char* path, attnkit_result** result) {
   return guarded(result, [&](attnkit_result* r) {
-    Call call;
+    Call call(r);
     attnkit::GqaCall gqa;
     attnkit::GqaOutputs out;
     std::vector<std::string> outputs;
@@ -188,7 +190,7 @@ int attnkit_run_gqa_in_place(const char* attrs_json, const attnkit_tensor* input
 int attnkit_run_qattention_in_place(const char* attrs_json, const attnkit_tensor* inputs, int n_inputs,
                                     const char* outputs_csv, int threads, const char* path, attnkit_result** result) {
   return guarded(result, [&](attnkit_result* r) {
-    Call call;
+    Call call(r);
     attnkit::QAttentionCall qa;
     attnkit::QAttentionOutputs out;
     std::vector<std::string> outputs;
@@ -226,7 +228,7 @@ int attnkit_kv_cache_step(attnkit_kv_cache* cache, const char* attrs_json, const
                           int n_inputs, int threads, const char* path, attnkit_result** result) {
   return guarded(result, [&](attnkit_result* r) {
     if (!cache) return fail(r, ATTNKIT_INVALID, "kv cache: is null");
-    Call call;
+    Call call(r);
     attnkit::GqaCall gqa;
     attnkit::Tensor output;
     Status st = decode_call(attrs_json, inputs, n_inputs, threads, path, &call);
@@ -315,7 +317,7 @@ int attnkit_qattention_cache_step(attnkit_qattention_cache* cache, const char* a
                                   int n_inputs, int threads, const char* path, attnkit_result** result) {
   return guarded(result, [&](attnkit_result* r) {
     if (!cache) return fail(r, ATTNKIT_INVALID, "qattention cache: is null");
-    Call call;
+    Call call(r);
     attnkit::QAttentionCall qa;
     attnkit::Tensor output;
     Status st = decode_call(attrs_json, inputs, n_inputs, threads, path, &call);
@@ -404,6 +406,8 @@ size_t attnkit_result_bytes(const attnkit_result* r, int i) {
 }
 
 const char* attnkit_result_error(const attnkit_result* r) { return r ? r->error.c_str() : "no result"; }
+
+size_t attnkit_result_peak_scratch_bytes(const attnkit_result* r) { return r ? r->peak_scratch_bytes : 0; }
 
 void attnkit_result_free(attnkit_result* r) { delete r; }
 
