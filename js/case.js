@@ -156,7 +156,8 @@ function seedOf(seed, fail) {
     }
     throw fail(range);
   }
-  const big = typeof seed === 'bigint' ? seed : typeof seed === 'string' && /^[0-9]{1,20}$/.test(seed) ? BigInt(seed) : -1n;
+  const digits = typeof seed === 'string' && /^[0-9]{1,20}$/.test(seed);
+  const big = typeof seed === 'bigint' ? seed : digits ? BigInt(seed) : -1n;
   if (big < 0n || big >= 1n << 64n) throw fail(range);
   return big;
 }

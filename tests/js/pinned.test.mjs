@@ -1,8 +1,8 @@
 // attnkit JS package (node:test): pinned tensors, on both builds. A tensor pinned once in an instance's wasm memory
 // and passed as an input gives the bits of the same tensor passed as an array: rotary tables to KvCache steps, a
 // past continued in the shared-buffer form, QAttention's weights to a QAttentionCache step; also after the heap has
-// grown (which replaces the single-thread build's buffer). Calls with pinned inputs do not grow memory, and a pinned
-// tensor disposed, or used by another instance, is refused with a message.
+// grown (which replaces the single-thread build's buffer). Calls with pinned inputs do not grow memory, a pinned
+// tensor pinned again is copied, and one disposed, or used by another instance, is refused with a message.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
@@ -106,5 +106,21 @@ for (const build of ['simd-threaded', 'simd']) {
       (e) => e instanceof AttnkitError && e.message === 'query: the pinned tensor was disposed');
     assert.throws(() => inst.pin({ data: new Float64Array(2), shape: [2] }),
       (e) => e instanceof AttnkitError && /^pin: cannot infer a dtype from Float64Array/.test(e.message));
+  });
+
+  // Pinning a pinned tensor copies it from where it lies in wasm memory, whose malloc (48 MB here) grows the heap
+  // first: the single-thread build's old buffer, and every view of it, is then detached.
+  test(`${build}: a pinned tensor pinned again is a copy, also when the heap grows`, async () => {
+    const inst = await instance(build);
+    const n = 12 << 20;
+    const data = Float32Array.from({ length: n }, (_, i) => (i % 4099) * 0.25);
+    const first = inst.pin({ data, shape: [n] });
+    const second = inst.pin(first);
+    first.dispose();
+    assert.deepEqual(second.shape, [n]);
+    const copy = second._normalized('copy', inst.Module).data;
+    for (let i = 0; i < n; i += 4093) assert.equal(copy[i], data[i], `element ${i}`);
+    assert.equal(copy[n - 1], data[n - 1]);
+    second.dispose();
   });
 }

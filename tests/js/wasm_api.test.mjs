@@ -232,37 +232,6 @@ for (const build of BUILDS) {
       assert.deepEqual(into.output, first.output.data);
     });
 
-    // A decode step continues its past, so the call takes the in-place form (sharedCachePlan).
-    test('call options: [] outputs are the defaults, stats gets the scratch, pin takes a pinned tensor', () => {
-      const P = 4;
-      const wave = (n, s) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.37 + s));
-      const inputs = {
-        query: { data: wave(16, 1), shape: [1, 1, 16] }, key: { data: wave(8, 2), shape: [1, 1, 8] },
-        value: { data: wave(8, 3), shape: [1, 1, 8] },
-        past_key: { data: wave(P * 8, 4), shape: [1, 1, P, 8] }, past_value: { data: wave(P * 8, 5), shape: [1, 1, P, 8] },
-        seqlens_k: { data: new Int32Array([P]), shape: [1] },
-        total_sequence_length: { data: new Int32Array([P + 1]), shape: [1] },
-      };
-      const attrs = { num_heads: 2, kv_num_heads: 1 };
-      const all = ak.groupQueryAttention(inputs, attrs);
-      assert.deepEqual(Object.keys(all), ['output', 'present_key', 'present_value']);
-      assert.deepEqual(ak.groupQueryAttention(inputs, attrs, { outputs: [] }), all);
-      const stats = {};
-      assert.deepEqual(ak.groupQueryAttention(inputs, attrs, { stats }), all);
-      assert.ok(Number.isInteger(stats.peakScratchBytes) && stats.peakScratchBytes > 0, String(stats.peakScratchBytes));
-      assert.throws(() => ak.groupQueryAttention(inputs, attrs, { stats: 5 }), /stats must be an object/);
-      const caseInputs = Object.fromEntries(Object.entries(inputs).map(([name, t]) =>
-        [name, { dtype: t.data instanceof Int32Array ? 'int32' : 'float32', shape: t.shape, data: Array.from(t.data) }]));
-      const c = { op: 'GroupQueryAttention', attrs, inputs: caseInputs };
-      assert.deepEqual(ak.runCase(c).outputs, all);
-      assert.throws(() => ak.runCase(c, 'x'), /^AttnkitError: runCase: options must be an object$/);
-      const pinned = ak.pin(inputs.past_key);
-      const again = ak.pin(pinned);
-      pinned.dispose();
-      assert.deepEqual(ak.groupQueryAttention({ ...inputs, past_key: again }, attrs), all);
-      again.dispose();
-    });
-
     test('dtypes are inferred from typed arrays; outputs come back typed', () => {
       const { inputs, attrs } = smallGqa();
       const explicit = ak.groupQueryAttention(inputs, attrs);
@@ -656,9 +625,11 @@ describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
     const r = spawnSync(process.execPath, [bin, 'bench', valid.file, '--target', 'wasm', '--iters', '3', '--warmup', '1'], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
     const line = JSON.parse(r.stdout);
-    for (const key of ['median_us', 'min_us', 'iters', 'isa', 'threads', 'peak_scratch_bytes']) assert.ok(key in line, key);
+    for (const key of ['median_us', 'min_us', 'iters', 'isa', 'threads', 'peak_scratch_bytes']) {
+      assert.ok(key in line, key);
+    }
     assert.ok(line.min_us > 0 && line.min_us <= line.median_us);
-    assert.ok(Number.isInteger(line.peak_scratch_bytes) && line.peak_scratch_bytes > 0, String(line.peak_scratch_bytes));
+    assert.ok(Number.isInteger(line.peak_scratch_bytes) && line.peak_scratch_bytes > 0, `${line.peak_scratch_bytes}`);
     assert.equal(line.iters, 3);
   });
 });

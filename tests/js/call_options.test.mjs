@@ -1,0 +1,51 @@
+// attnkit JS package (node:test): the options every op call takes, on both builds, through the stateless decode
+// step that runs in place (sharedCachePlan) as well as the ordinary form: an empty outputs list means the defaults
+// (as the C ABI and the native CLI read it), { stats } receives the op's scratch high-water mark, and options that
+// are not an object are refused by runCase as by every other call.
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+
+import { createInstance } from '../../js/index.js';
+
+const instances = [];
+after(() => instances.forEach((i) => i.dispose()));
+
+const wave = (n, s) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.37 + s));
+// One new token after P cached ones (in place), or a 3-token prompt (the ordinary form).
+function gqaCall(P) {
+  const S = P ? 1 : 3;
+  const inputs = {
+    query: { data: wave(S * 16, 1), shape: [1, S, 16] },
+    key: { data: wave(S * 8, 2), shape: [1, S, 8] },
+    value: { data: wave(S * 8, 3), shape: [1, S, 8] },
+    seqlens_k: { data: new Int32Array([P + S - 1]), shape: [1] },
+    total_sequence_length: { data: new Int32Array([P + S]), shape: [1] },
+  };
+  if (P) {
+    inputs.past_key = { data: wave(P * 8, 4), shape: [1, 1, P, 8] };
+    inputs.past_value = { data: wave(P * 8, 5), shape: [1, 1, P, 8] };
+  }
+  return { inputs, attrs: { num_heads: 2, kv_num_heads: 1 } };
+}
+
+for (const build of ['simd-threaded', 'simd']) {
+  test(`${build}: [] outputs are the defaults, stats gets the scratch, runCase refuses non-object options`, async () => {
+    const ak = await createInstance({ build, threads: 2 });
+    instances.push(ak);
+    for (const P of [4, 0]) {
+      const { inputs, attrs } = gqaCall(P);
+      const all = ak.groupQueryAttention(inputs, attrs);
+      assert.deepEqual(Object.keys(all), ['output', 'present_key', 'present_value']);
+      assert.deepEqual(ak.groupQueryAttention(inputs, attrs, { outputs: [] }), all, `past ${P}`);
+      const stats = {};
+      assert.deepEqual(ak.groupQueryAttention(inputs, attrs, { stats }), all);
+      assert.ok(Number.isInteger(stats.peakScratchBytes) && stats.peakScratchBytes > 0, `${stats.peakScratchBytes}`);
+      assert.throws(() => ak.groupQueryAttention(inputs, attrs, { stats: 5 }), /stats must be an object/);
+      const caseInputs = Object.fromEntries(Object.entries(inputs).map(([name, t]) => [name,
+        { dtype: t.data instanceof Int32Array ? 'int32' : 'float32', shape: t.shape, data: Array.from(t.data) }]));
+      const c = { op: 'GroupQueryAttention', attrs, inputs: caseInputs };
+      assert.deepEqual(ak.runCase(c).outputs, all);
+      assert.throws(() => ak.runCase(c, 'x'), /^AttnkitError: runCase: options must be an object$/);
+    }
+  });
+}
