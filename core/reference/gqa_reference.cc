@@ -293,6 +293,7 @@ Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs
           for (int64_t j = lo; j < hi; ++j)
             qk_row[j] = p.qk_output == 1 ? x[j - lo] : prob[j - lo];
         }
+        if (fully_masked) continue;  // its output is 0 whatever its values hold (not 0 x NaN)
         double* out = &result->output[static_cast<size_t>((b * S + i) * N * H + h * H)];
         for (int64_t j = lo; j < hi; ++j) {
           const double* v = &values[static_cast<size_t>(((b * p.kv_heads + g) * p.present_len + j) * H)];

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -167,6 +168,42 @@ TEST(GqaMaskedRows, NaNScoresInDecodeStayNaN) {
           ASSERT_TRUE(std::isnan(reference::load_float(run->output.storage.data(), m.dtype, d))) << "element " << d;
       const std::vector<double> finite(ref.output.begin() + 4 * H, ref.output.end());
       expect_close(finite, reinterpret_cast<const float*>(one.output.storage.data()) + 4 * H, m.dtype, H, "head 4");
+    }
+  }
+}
+
+// A NaN value behind masked keys: a fully masked row is still 0 (its zero probabilities are not multiplied into
+// the values), and a partly masked one is NaN, the reference's 0 x NaN, also where every key of a split-KV chunk
+// is masked (head 0 sees no key, head 1 keys 3990-4000 of a decode step after 4000).
+TEST(GqaMaskedRows, NaNValuesBehindMaskedKeys) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
+    const MaskedCase m{"nan values", 1, 4000, 2, 1, 64, dtype};
+    SCOPED_TRACE(dtype_name(dtype));
+    GqaCase c = build(m);
+    const int64_t total = m.past + 1, H = m.head_size;
+    std::vector<float> bias(static_cast<size_t>(2 * total), -INFINITY);
+    std::fill(bias.begin() + total + 3990, bias.end(), 0.0f);
+    c.set("attention_bias", float_tensor(dtype, {1, 2, 1, total}, bias));
+    put_float(&c.at("past_value"), 0, NAN);  // key 0, channel 0
+    GqaInputs in = c.inputs();
+    reference::GqaReferenceResult ref;
+    ASSERT_TRUE(reference::group_query_attention(in, c.attrs, c.request, &ref).ok());
+    ASSERT_TRUE(std::isnan(ref.output[static_cast<size_t>(H)]));
+    for (AttentionPath path : {AttentionPath::kNaive, AttentionPath::kFlash}) {
+      SCOPED_TRACE(path == AttentionPath::kNaive ? "naive" : "flash");
+      GqaOutputs one, three;
+      ASSERT_NO_FATAL_FAILURE(run_one_and_three_threads(in, c.attrs, c.request, path, &one, &three));
+      for (const GqaOutputs* run : {&one, &three}) {
+        const void* out = run->output.storage.data();
+        for (int64_t d = 0; d < H; ++d) ASSERT_EQ(reference::load_float(out, dtype, d), 0.0f) << "head 0, " << d;
+        ASSERT_TRUE(std::isnan(reference::load_float(out, dtype, H)));
+      }
+      std::vector<double> want(ref.output.begin() + H, ref.output.end());
+      want[0] = 0.0;
+      OwnedTensor got = zero_tensor(dtype, {H});
+      std::memcpy(got.bytes.data(), one.output.storage.data() + H * dtype_size(dtype), H * dtype_size(dtype));
+      put_float(&got, 0, 0.0f);
+      expect_close(want, got.bytes.data(), dtype, H, "head 1");
     }
   }
 }

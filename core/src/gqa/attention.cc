@@ -197,7 +197,11 @@ void transform_scores(const AttentionContext& c, const Scratch& s, int64_t b, in
 void write_output_row(const AttentionContext& c, const Tile& tile, int64_t hh, int64_t i, float* o, float inv_sum) {
   const GqaProblem& p = c.p;
   const int64_t H = p.head_size, h = tile.g * p.group + hh;
-  if (c.v_scale) {
+  if (inv_sum == 0.0f) {
+    // A fully masked row is 0 whatever its value rows hold: the SV multiplied its zero probabilities into them
+    // (0 x NaN is NaN), so the sum is not scaled but dropped.
+    std::fill(o, o + H, 0.0f);
+  } else if (c.v_scale) {
     const float* vs = c.v_scale + tile.g * H;
     for (int64_t d = 0; d < H; ++d) o[d] *= inv_sum * vs[d];
   } else {

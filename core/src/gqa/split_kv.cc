@@ -46,8 +46,9 @@ void decode_merge_task(const AttentionContext& c, const Tile& tile, const float*
     std::fill(o, o + H, 0.0f);
     for (int64_t ch = 0; ch < chunks; ++ch) {
       const float* part = partials + ch * stride + r * (H + 2);
-      if (part[0] == kNegInf) continue;  // empty chunk
-      const float w = exp_poly::exp(part[0] - m);
+      // A chunk whose keys are all masked adds nothing but its values times 0: a NaN or inf among them still
+      // makes the row NaN, as in one pass (an empty chunk's sums are 0).
+      const float w = part[0] == kNegInf ? 0.0f : exp_poly::exp(part[0] - m);
       sum += w * part[1];
       for (int64_t d = 0; d < H; ++d) o[d] += w * part[2 + d];
     }
