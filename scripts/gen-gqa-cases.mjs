@@ -395,6 +395,9 @@ for (const [bits, type] of [[8, 'PER_TENSOR'], [4, 'PER_CHANNEL']]) {
     c.inputs[name] = tensorToJson(t);
   }
 }
+// A scale of +inf (float32 bytes 00 00 80 7f) is refused; ORT runs it into NaN rows.
+e('v-scale-infinite', { S: 4, past: 0, H: 16, cacheDtype: 'int8', quant: { type: 'PER_TENSOR', bits: 8 },
+  mutate: (c) => { c.inputs.v_scale = { dtype: 'float32', shape: [1], base64: 'AACAfw==' }; } }, 'v_scale[0] = inf');
 
 const all = writeAll();
 console.log(`${all.length} cases written to ${dir}`);

@@ -279,6 +279,12 @@ Status check_scales(const GqaInputs& in, const GqaProblem& p) {
       return fail(std::string(names[i]) + " shape mismatch: expected " + str(want) +
                   " elements (" + (p.quant == KvQuant::kPerTensor ? "PER_TENSOR" : "PER_CHANNEL: kv_num_heads * head_size") +
                   "), got shape " + shape_to_string(s->shape));
+    // ORT runs a NaN or infinite scale into NaN or zero rows (inconsistently across its paths): refused here.
+    const float* values = static_cast<const float*>(s->data);
+    for (int64_t k = 0; values && k < want; ++k)
+      if (!std::isfinite(values[k]))
+        return fail(std::string(names[i]) + "[" + str(k) + "] = " +
+                    (std::isnan(values[k]) ? "NaN" : values[k] > 0 ? "inf" : "-inf") + ": a scale must be finite");
   }
   return Status::Ok();
 }
