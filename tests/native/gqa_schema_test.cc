@@ -117,6 +117,29 @@ TEST(GqaSchema, FlashScratchPerThreadDoesNotGrowWithLength) {
   EXPECT_EQ(peak(long_case, AttentionPath::kAuto, 4), peak(long_case, AttentionPath::kFlash, 4));
 }
 
+// Scratch is per thread that gets a task: a naive prompt over 2 kv heads in one block of rows each is 2 tasks, so
+// threads beyond 2 add nothing; the call reports what the plan says.
+TEST(GqaSchema, ScratchCountsOnlyThreadsWithATask) {
+  CaseSpec spec;
+  spec.seq = 5, spec.heads = 4, spec.kv_heads = 2;
+  GqaCase c = make_case(spec);
+  GqaInputs in = c.inputs();
+  GqaProblem p;
+  ASSERT_TRUE(validate_gqa(in, c.attrs, c.request, &p).ok());
+  const GqaTiling t = plan_gqa(p, false);
+  const uint64_t tasks = gqa_attention_workers(p, t, 1 << 20);
+  ASSERT_EQ(tasks, 2u);
+  EXPECT_EQ(peak(c, AttentionPath::kNaive, static_cast<int>(tasks)), peak(c, AttentionPath::kNaive, 8));
+  size_t reported = 0;
+  RunOptions options;
+  options.path = AttentionPath::kNaive;
+  options.threads = 8;
+  options.peak_scratch_bytes = &reported;
+  GqaOutputs out;
+  ASSERT_TRUE(group_query_attention(in, c.attrs, c.request, &out, options).ok());
+  EXPECT_EQ(reported, peak(c, AttentionPath::kNaive, 8));
+}
+
 TEST(GqaSchema, UnrequestedPresentCountsAsScratch) {
   GqaCase c = prefill(64);
   const size_t with_present = peak(c, AttentionPath::kFlash, 1);

@@ -489,9 +489,8 @@ void run_attention(const GqaProblem& p, const KernelTable& kt, const GqaTiling& 
 
   const int64_t H = p.head_size;
   const size_t tiles = static_cast<size_t>(p.batch * p.kv_heads * c.query_blocks);
-  const size_t tasks = t.kv_chunk > 0 ? tiles * static_cast<size_t>(t.kv_chunks) : tiles;
-  std::vector<ScratchFloats> scratch(std::min<size_t>(static_cast<size_t>(threads), tasks));
-  for (auto& buf : scratch) buf.resize(t.worker_floats);
+  std::vector<ScratchFloats> scratch(static_cast<size_t>(gqa_attention_workers(p, t, threads)));
+  for (auto& buf : scratch) buf.resize(static_cast<size_t>(t.worker_floats));
 
   if (t.kv_chunk > 0) return run_split_kv(c, tiles, threads, in_place, scratch);
   parallel_for(tiles, threads, [&](size_t task, int worker) {

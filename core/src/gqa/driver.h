@@ -3,6 +3,7 @@
 // (naive or flash, with split-KV decoding) over the kernel table, which loads and rotates query rows per tile.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "dispatch.h"
@@ -27,8 +28,10 @@ struct GqaTiling {
   int64_t kv_chunk = 0;      // split-KV chunk for decoding (S == 1); 0 = no split
   int64_t kv_chunks = 1;     // chunks per (b, kv head) when split
   int64_t naive_span = 0;    // naive path: widest key span a task materializes
-  size_t worker_floats = 0;  // per-thread scratch, in floats
-  size_t shared_floats = 0;  // split-KV partials, in floats
+  // 64-bit on wasm32 too, where a prompt's naive scores can pass 4 GiB: the call checks the total before it
+  // allocates (gqa_scratch_bytes), so every size taken from these then fits a size_t.
+  uint64_t worker_floats = 0;  // per-thread scratch, in floats
+  uint64_t shared_floats = 0;  // split-KV partials, in floats
 };
 
 // block_keys > 0 (RunOptions::flash_block_keys) replaces the planner's key block for prompts.
@@ -39,7 +42,9 @@ int64_t packed_qk_min_rows(DType cache);
 SvWidenFn sv_widen_for(const SvGemmKernels& sv, DType cache);
 // Bytes of scratch a call allocates with this plan on `threads` threads (excluding the outputs, but
 // including a present cache built internally when the caller did not ask for it).
-size_t gqa_scratch_bytes(const GqaProblem& p, const GqaTiling& tiling, int threads);
+uint64_t gqa_scratch_bytes(const GqaProblem& p, const GqaTiling& tiling, int threads);
+// The per-thread scratch buffers the attention allocates: one per thread that gets a task.
+uint64_t gqa_attention_workers(const GqaProblem& p, const GqaTiling& tiling, int threads);
 // Whether kAuto picks the flash path (everything but qk_output, which needs materialized scores).
 bool gqa_uses_flash(const GqaProblem& p, AttentionPath path);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <stdexcept>
 
@@ -350,17 +351,22 @@ GqaTiling plan_gqa(const GqaProblem& p, bool flash, int64_t block_keys) {
   // Q tile, O tile, scores/probabilities, running max and sum, packed K panels, the widened V block, one bias row,
   // and the query row loader's rotary/rounding work area.
   t.worker_floats =
-      static_cast<size_t>(2 * M * H + t.score_rows * span + 2 * M + (t.panel_keys + t.v_widen_keys) * H + span +
-                          p.rotary_dim + H);
+      static_cast<uint64_t>(2 * M * H + t.score_rows * span + 2 * M + (t.panel_keys + t.v_widen_keys) * H + span +
+                            p.rotary_dim + H);
   if (t.kv_chunk > 0)
-    t.shared_floats = static_cast<size_t>(p.batch * p.kv_heads * t.kv_chunks * M * (H + 2));
+    t.shared_floats = static_cast<uint64_t>(p.batch * p.kv_heads * t.kv_chunks * M * (H + 2));
   return t;
 }
 
-size_t gqa_scratch_bytes(const GqaProblem& p, const GqaTiling& t, int threads) {
-  size_t bytes = (t.shared_floats + t.worker_floats * static_cast<size_t>(threads)) * sizeof(float);
-  const size_t present_bytes =
-      static_cast<size_t>(p.batch * p.kv_heads * p.present_len * p.cache_row_bytes);
+uint64_t gqa_attention_workers(const GqaProblem& p, const GqaTiling& t, int threads) {
+  const uint64_t tiles = static_cast<uint64_t>(p.batch * p.kv_heads * ((p.seq + t.query_rows - 1) / t.query_rows));
+  const uint64_t tasks = t.kv_chunk > 0 ? tiles * static_cast<uint64_t>(t.kv_chunks) : tiles;
+  return std::min<uint64_t>(static_cast<uint64_t>(threads), tasks);
+}
+
+uint64_t gqa_scratch_bytes(const GqaProblem& p, const GqaTiling& t, int threads) {
+  uint64_t bytes = (t.shared_floats + t.worker_floats * gqa_attention_workers(p, t, threads)) * sizeof(float);
+  const uint64_t present_bytes = static_cast<uint64_t>(p.batch * p.kv_heads * p.present_len * p.cache_row_bytes);
   if (p.window_staging) return bytes + 2 * present_bytes;
   if (!p.request.present_key) bytes += present_bytes;
   if (!p.request.present_value) bytes += present_bytes;
@@ -436,10 +442,12 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
                          " must be 0 or a multiple of " + std::to_string(kQkPanelKeys) + " up to " +
                          std::to_string(kMaxBlockKeys));
   const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, options.path), options.flash_block_keys);
+  const uint64_t scratch_bytes = gqa_scratch_bytes(p, tiling, threads);
   const auto out_of_memory = [&] {
-    return Status::OutOfMemory("out of memory: GroupQueryAttention needs " +
-                               std::to_string(gqa_scratch_bytes(p, tiling, threads)) + " bytes of scratch");
+    return Status::OutOfMemory("out of memory: GroupQueryAttention needs " + std::to_string(scratch_bytes) +
+                               " bytes of scratch");
   };
+  if (scratch_bytes > std::numeric_limits<size_t>::max()) return out_of_memory();
   try {
     const int64_t B = p.batch, S = p.seq, N = p.heads, H = p.head_size;
     outputs->output.reset_uninitialized(p.dtype, {B, S, N * H});  // every row is written
@@ -493,7 +501,7 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
   } catch (const std::length_error&) {  // a vector past its max_size (2 GiB on wasm32)
     return out_of_memory();
   }
-  if (options.peak_scratch_bytes) *options.peak_scratch_bytes = gqa_scratch_bytes(p, tiling, threads);
+  if (options.peak_scratch_bytes) *options.peak_scratch_bytes = static_cast<size_t>(scratch_bytes);
   return Status::Ok();
 }
 

@@ -3,6 +3,10 @@
 // number reported is the number the driver allocates.
 #include "attnkit/schema.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
 #include "common/thread_pool.h"
 #include "gqa/driver.h"
 #include "gqa/problem.h"
@@ -31,7 +35,8 @@ Status gqa_peak_scratch_bytes(const GqaInputs& inputs, const GqaAttributes& attr
   if (threads < 0) return Status::Error("threads = " + std::to_string(threads) + " must be >= 0");
   window_step(&p);
   const GqaTiling tiling = plan_gqa(p, gqa_uses_flash(p, path));
-  *bytes = gqa_scratch_bytes(p, tiling, resolve_threads(threads));
+  const uint64_t need = gqa_scratch_bytes(p, tiling, resolve_threads(threads));  // SIZE_MAX: more than can be had
+  *bytes = static_cast<size_t>(std::min<uint64_t>(need, std::numeric_limits<size_t>::max()));
   return Status::Ok();
 }
 

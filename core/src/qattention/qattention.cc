@@ -296,7 +296,7 @@ QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable
   // A decode step (few rows) skips the packed form: the one-shot gemm streams the weight unpacked.
   lay.packed_gemm =
       gemm.column_granule != 0 && kQAttentionColumnBlock % gemm.column_granule == 0 && M > kQAttentionDirectMaxRows;
-  size_t gemm_bytes;
+  uint64_t gemm_bytes;  // with every size below, 64-bit on wasm32 too (scratch.h)
   if (lay.packed_gemm) {
     lay.packed_b_offset = (gemm.packed_a_bytes(M, K) + 63) / 64 * 64;
     lay.packed_b_stride = (gemm.packed_b_bytes(K, kQAttentionColumnBlock) + 63) / 64 * 64;
@@ -305,31 +305,32 @@ QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable
   } else if (M <= kQAttentionDirectMaxRows) {
     // A range of at least kQAttentionMinRangeRows weight rows per task, at most one per thread.
     lay.row_ranges = std::max<size_t>(1, std::min<size_t>(threads, K / kQAttentionMinRangeRows));
-    gemm_bytes = (lay.row_ranges - 1) * M * columns * sizeof(int32_t);
+    gemm_bytes = static_cast<uint64_t>(lay.row_ranges - 1) * M * columns * sizeof(int32_t);
   } else {
     lay.gemm_workspace_bytes = gemm.workspace_bytes(M, lay.column_block, K);
     gemm_bytes = lay.gemm_workspace_bytes * threads;
   }
-  const size_t S = static_cast<size_t>(p.seq), T = static_cast<size_t>(p.total), Hp = lay.padded_head;
-  lay.query_block = p.past == 0 ? std::min(S, kQAttentionQueryBlock) : S;
-  const size_t rows = lay.query_block;
-  const size_t panel_floats = (T + kQkPanelKeys - 1) / kQkPanelKeys * kQkPanelKeys * Hp;
+  const uint64_t S = static_cast<uint64_t>(p.seq), T = static_cast<uint64_t>(p.total), Hp = lay.padded_head;
+  lay.query_block = static_cast<size_t>(p.past == 0 ? std::min<uint64_t>(S, kQAttentionQueryBlock) : S);
+  const uint64_t rows = lay.query_block;
+  const uint64_t panel_floats = (T + kQkPanelKeys - 1) / kQkPanelKeys * kQkPanelKeys * Hp;
   lay.attention_floats = rows * T + panel_floats + 2 * T * Hp + 2 * rows * Hp + rows;
   // Shared per-head panels: no past, K read in place (head_size a multiple of 8), blocks that use panels.
   const bool shared = p.past == 0 && static_cast<size_t>(p.head_size) == Hp && S >= kQAttentionPackedMinRows;
   lay.shared_panel_floats = shared ? panel_floats + T * Hp : 0;
   // One task per head where the heads split evenly over the threads, two or more each (no thread waits on a
   // last head), and a head's Q, K and V columns are whole column blocks.
-  const size_t heads = static_cast<size_t>(p.heads), workers = static_cast<size_t>(threads);
+  const uint64_t heads = static_cast<uint64_t>(p.heads), workers = static_cast<uint64_t>(threads);
   lay.head_tasks = lay.packed_gemm && static_cast<size_t>(p.head_size) % lay.column_block == 0 &&
                    heads % workers == 0 && heads >= 2 * workers;
-  const size_t fixed = M * columns * sizeof(float) + columns * (sizeof(int32_t) + sizeof(float));
+  const uint64_t fixed =
+      static_cast<uint64_t>(M) * columns * sizeof(float) + columns * (sizeof(int32_t) + sizeof(float));
   if (lay.head_tasks) {  // the projection's buffers live on through the attention, with per-worker panels
     lay.peak_scratch_bytes =
         fixed + gemm_bytes + (lay.attention_floats + lay.shared_panel_floats) * workers * sizeof(float);
   } else {  // one phase after the other, with panels for every (batch, head)
-    const size_t attention = lay.attention_floats * workers + lay.shared_panel_floats * heads * p.batch;
-    lay.peak_scratch_bytes = fixed + std::max(gemm_bytes, attention * sizeof(float));
+    const uint64_t attention = lay.attention_floats * workers + lay.shared_panel_floats * heads * p.batch;
+    lay.peak_scratch_bytes = fixed + std::max<uint64_t>(gemm_bytes, attention * sizeof(float));
   }
   return lay;
 }
@@ -418,6 +419,7 @@ Status run_validated(const QAttentionProblem& p, const QAttentionRequest& reques
     return Status::OutOfMemory("out of memory: QAttention needs " + std::to_string(lay.peak_scratch_bytes) +
                                " bytes of scratch");
   };
+  if (lay.peak_scratch_bytes > std::numeric_limits<size_t>::max()) return out_of_memory();
   try {
     run_q_attention(p, kt, threads, lay, request, outputs);
   } catch (const std::bad_alloc&) {
@@ -425,7 +427,7 @@ Status run_validated(const QAttentionProblem& p, const QAttentionRequest& reques
   } catch (const std::length_error&) {  // a vector past its max_size (2 GiB on wasm32)
     return out_of_memory();
   }
-  if (options.peak_scratch_bytes) *options.peak_scratch_bytes = lay.peak_scratch_bytes;
+  if (options.peak_scratch_bytes) *options.peak_scratch_bytes = static_cast<size_t>(lay.peak_scratch_bytes);
   return Status::Ok();
 }
 

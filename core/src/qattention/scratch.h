@@ -2,6 +2,7 @@
 // the peak reported before a call is the one the call allocates.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "dispatch.h"
 #include "qattention/problem.h"
@@ -22,20 +23,22 @@ constexpr size_t kQAttentionPackedMinRows = 8;
 // normalized on its own, so the blocking changes no bits.
 constexpr size_t kQAttentionQueryBlock = 96;
 
+// The large sizes are 64-bit on wasm32 too: the call checks peak_scratch_bytes against size_t before it allocates,
+// so every size it takes from them then fits.
 struct QAttentionLayout {
   int threads = 1;
   size_t padded_head = 0;           // head_size rounded up to 8 (the qk/sv kernels' row granule)
   size_t column_block = 0;
   bool packed_gemm = false;         // the variant has a packed form: A packed once, B by each column block's task
-  size_t packed_b_offset = 0;       // packed form: where the workers' B strips start in the gemm buffer (A first)
-  size_t packed_b_stride = 0;       // packed form: bytes of one worker's packed column block
-  size_t gemm_workspace_bytes = 0;  // packed form: the whole buffer; column blocks: per worker
+  uint64_t packed_b_offset = 0;      // packed form: where the workers' B strips start in the gemm buffer (A first)
+  uint64_t packed_b_stride = 0;      // packed form: bytes of one worker's packed column block
+  uint64_t gemm_workspace_bytes = 0;  // packed form: the whole buffer; column blocks: per worker
   bool head_tasks = false;          // one task per head: its projection columns, then its attention
   size_t row_ranges = 0;            // a few input rows: the weight's rows split into this many tasks, else 0
   size_t query_block = 0;           // query rows per attention task
-  size_t attention_floats = 0;      // per worker: Q, K, V, O rows, the query_block x T scores, K panels
-  size_t shared_panel_floats = 0;   // K panels packed once for all of a head's row blocks, then its V rows; or 0
-  size_t peak_scratch_bytes = 0;    // projection buffer + the larger per-phase scratch (head tasks: the sum)
+  uint64_t attention_floats = 0;     // per worker: Q, K, V, O rows, the query_block x T scores, K panels
+  uint64_t shared_panel_floats = 0;  // K panels packed once for all of a head's row blocks, then its V rows; or 0
+  uint64_t peak_scratch_bytes = 0;   // projection buffer + the larger per-phase scratch (head tasks: the sum)
 };
 
 QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable& kt, int threads);
