@@ -358,12 +358,28 @@ function instance() {
   return current;
 }
 
+// Calls of init() run one after the other, in the order they were made: overlapping ones (a settings change while
+// a build loads) act as if each had been awaited, so the last one made decides, and a dispose() made while one
+// loads disposes what it loads (else its worker threads would keep Node alive).
+let initQueue = Promise.resolve();
+let disposals = 0;
+
 // Loads the package's default instance (a second call replaces the first); returns info().
-export async function init(options) {
-  const next = await createInstance(options);  // a refused init() leaves the current instance as it was
-  current?.dispose();
-  current = next;
-  return current.info();
+export function init(options) {
+  const disposalsBefore = disposals;
+  const run = initQueue.then(async () => {
+    const next = await createInstance(options);  // a refused init() leaves the current instance as it was
+    current?.dispose();
+    current = next;
+    const info = next.info();
+    if (disposals !== disposalsBefore) {
+      next.dispose();
+      current = null;
+    }
+    return info;
+  });
+  initQueue = run.catch(() => {});  // a refused init() does not hold up the next
+  return run;
 }
 
 export function info() {
@@ -389,6 +405,7 @@ export async function runCase(caseObject, options) {
 
 // Terminates the worker threads (so Node can exit) and drops the module; init() starts afresh.
 export function dispose() {
+  disposals++;
   if (current) current.dispose();
   current = null;
 }

@@ -555,6 +555,16 @@ describe('package entry (default instance)', () => {
     assert.equal(r.signal, null, 'the child did not exit by itself');
     assert.equal(r.status, 0, r.stderr);
   });
+
+  test('overlapping init() calls act in the order made; a dispose() made meanwhile disposes what they load', async () => {
+    const [first, second] = await Promise.all([attnkit.init({ threads: 4 }), attnkit.init({ threads: 1 })]);
+    assert.deepEqual([first.build, second.build], ['simd-threaded', 'simd']);
+    assert.deepEqual([attnkit.info().build, attnkit.info().threads], ['simd', 1]);
+    const loading = attnkit.init({ threads: 2 });
+    attnkit.dispose();
+    assert.equal((await loading).build, 'simd-threaded');
+    assert.throws(() => attnkit.info(), (e) => e instanceof AttnkitError && /init\(\)/.test(e.message));
+  });
 });
 
 describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
