@@ -26,7 +26,8 @@ export interface Tensor {
 
 export type Inputs = Record<string, TensorInput>;
 /** An onnxruntime-web or onnxruntime-node Tensor, taken as it is: its `type` names are attnkit's dtypes, and one on a
- * GPU (location other than 'cpu') is refused until its owner brings it to the CPU (`await tensor.getData()`). */
+ * GPU (location other than 'cpu' or 'cpu-pinned') is refused until its owner brings it to the CPU
+ * (`await tensor.getData()`). */
 export interface OrtTensorLike {
   readonly type: string;
   readonly dims: readonly number[];
@@ -136,7 +137,8 @@ export class AttnkitInstance {
   runCase(caseObject: CaseObject, options?: CallOptions): { outputs: Outputs };
   createKvCache(config: KvCacheConfig): KvCache;
   createQAttentionCache(config: QAttentionCacheConfig): QAttentionCache;
-  pin(tensor: TensorInput | OrtTensorLike): PinnedTensor;
+  /** A tensor copied once into this instance's wasm memory (a PinnedTensor of it: copied again). */
+  pin(tensor: TensorInput | OrtTensorLike | PinnedTensor): PinnedTensor;
   dispose(): void;
 }
 
@@ -211,7 +213,8 @@ export class QAttentionCache {
   /** Tokens held. */
   readonly length: number;
   /** New tokens only: QAttention's inputs without past. */
-  step(inputs: CallInputs, attrs: Attributes, options?: { threads?: number; into?: { output: TensorData } }):
+  step(inputs: CallInputs, attrs: Attributes,
+    options?: { threads?: number; path?: 'auto' | 'naive' | 'flash'; into?: { output: TensorData } }):
     { output: Tensor };
   clear(): void;
   /** Keeps the first `length` tokens. */
@@ -224,4 +227,4 @@ export class QAttentionCache {
 }
 export function createQAttentionCache(config: QAttentionCacheConfig): QAttentionCache;
 /** pin() on the default instance. */
-export function pin(tensor: TensorInput | OrtTensorLike): PinnedTensor;
+export function pin(tensor: TensorInput | OrtTensorLike | PinnedTensor): PinnedTensor;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// attnkit CLI for the WebAssembly target: `run` and `bench` with the native CLI's options and output
-// (native/cli.cc), so scripts can swap `build/native/attnkit` for `node js/bin/attnkit.mjs ... --target wasm`.
+// attnkit CLI for the WebAssembly target: `run` and `bench` with the native CLI's options (but --reference) and
+// output (native/cli.cc), so scripts can swap `build/native/attnkit` for `node js/bin/attnkit.mjs ... --target wasm`.
 // Exit codes as native: 0 ok, 2 invalid case or arguments (one line on stderr), 1 I/O or internal.
 import fs from 'node:fs';
 import { AttnkitError, createInstance, prepareCase } from '../index.js';

@@ -88,7 +88,8 @@ void attnkit_stop_threads(void);
 /* A GroupQueryAttention KV cache that lives in attnkit memory and grows in place (attnkit/kv_cache.h).
  * Sizes are int (not int64) so JS can pass them to a wasm32 build without BigInt legalization.
  * cache_dtype: ATTNKIT_FLOAT32/FLOAT16/BFLOAT16, ATTNKIT_INT8 (8-bit) or ATTNKIT_UINT8 (4-bit packed).
- * create returns 0 and sets *cache, or 2 with the message in *result (free it either way). */
+ * create returns 0 and sets *cache, 2 (invalid sizes or dtype) or 1 (out of memory, or a NULL cache or result
+ * pointer), with the message in *result (free it either way). */
 typedef struct attnkit_kv_cache attnkit_kv_cache;
 int attnkit_kv_cache_create(int batch, int kv_heads, int head_size, int capacity, int cache_dtype,
                             attnkit_kv_cache** cache, attnkit_result** result);

@@ -48,8 +48,8 @@ class GqaKvCache {
   }
   // Grows the capacity to `capacity` tokens, keeping the cached ones: a conversation that outgrows the first
   // guess, without allocating the model's whole context up front. A capacity not above the current one leaves
-  // the cache as it is. Steps continue with the same bits. A window cache keeps its capacity (its evicted tokens
-  // are gone, and a larger one would have kept them).
+  // the cache as it is. Steps continue with the same bits. A window cache cannot grow: a larger capacity is
+  // refused (its evicted tokens are gone, and a larger one would have kept them).
   Status reserve(int64_t capacity);
   // Forgets the tokens after the first `length` (a rejected speculative draft, a regenerated reply); the next
   // step continues from there, with the numbers of a cache that never held them. A window cache can go back as

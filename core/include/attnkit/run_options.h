@@ -1,6 +1,7 @@
 // attnkit: per-call execution options shared by both operators.
 // Threads only change speed (results are bit-identical); the path and the flash block change the order of the
-// softmax sums (results within the accuracy bound); the VNNI query quantization is an opt-in approximation.
+// softmax sums (results within the accuracy bound). (The approximate VNNI int8 QK is no option here: it is the
+// environment's, ATTNKIT_QKGEMM_S8_APPROX_VNNI.)
 #pragma once
 #include <cstddef>
 #include <string>
