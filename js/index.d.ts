@@ -65,6 +65,9 @@ export interface CallOptions {
   stats?: { peakScratchBytes?: number };
 }
 
+/** A cache step's options: a call's, for its one output. */
+export type StepOptions = Pick<CallOptions, 'threads' | 'path' | 'stats'> & { into?: { output: TensorData } };
+
 export type Build = 'simd-threaded' | 'simd';
 
 export interface InitOptions {
@@ -177,7 +180,7 @@ export class KvCache {
   /** Tokens it holds: `length`, or with a window its latest ones. */
   readonly rows: number;
   /** New tokens only: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length. */
-  step(inputs: CallInputs, attrs: Attributes, options?: { threads?: number; path?: 'auto' | 'naive' | 'flash'; into?: { output: TensorData } }): { output: Tensor };
+  step(inputs: CallInputs, attrs: Attributes, options?: StepOptions): { output: Tensor };
   clear(): void;
   /** Grows the capacity to `capacity` tokens, keeping the cached ones. */
   reserve(capacity: number): void;
@@ -213,9 +216,7 @@ export class QAttentionCache {
   /** Tokens held. */
   readonly length: number;
   /** New tokens only: QAttention's inputs without past. */
-  step(inputs: CallInputs, attrs: Attributes,
-    options?: { threads?: number; path?: 'auto' | 'naive' | 'flash'; into?: { output: TensorData } }):
-    { output: Tensor };
+  step(inputs: CallInputs, attrs: Attributes, options?: StepOptions): { output: Tensor };
   clear(): void;
   /** Keeps the first `length` tokens. */
   truncate(length: number): void;

@@ -527,8 +527,8 @@ export function runOperator(Module, op, inputs, attrs, { outputs, path, into, st
 }
 
 // One step of a KV cache living in wasm memory (attnkit_kv_cache_step); returns { output }.
-export function stepKvCache(Module, cache, inputs, attrs, { path, into } = {}, threads = 0) {
-  return callPacked(Module, 'GroupQueryAttention', inputs, attrs, { path, into }, (args, count) =>
+export function stepKvCache(Module, cache, inputs, attrs, { path, into, stats } = {}, threads = 0) {
+  return callPacked(Module, 'GroupQueryAttention', inputs, attrs, { path, into, stats }, (args, count) =>
     Module._attnkit_kv_cache_step(cache, args.attrs, args.records, count, threads, args.path, args.resultSlot));
 }
 
@@ -602,8 +602,8 @@ export function createQAttentionCache(Module, { batch = 1, heads, headSize, capa
     Module._attnkit_qattention_cache_create(n.batch, n.heads, n.headSize, n.capacity, slots, slots + 4));
 }
 
-export function stepQAttentionCache(Module, cache, inputs, attrs, { path, into } = {}, threads = 0) {
-  return callPacked(Module, 'QAttention', inputs, attrs, { path, into }, (args, count) =>
+export function stepQAttentionCache(Module, cache, inputs, attrs, { path, into, stats } = {}, threads = 0) {
+  return callPacked(Module, 'QAttention', inputs, attrs, { path, into, stats }, (args, count) =>
     Module._attnkit_qattention_cache_step(cache, args.attrs, args.records, count, threads, args.path,
       args.resultSlot));
 }

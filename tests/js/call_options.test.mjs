@@ -1,7 +1,7 @@
 // attnkit JS package (node:test): the options every op call takes, on both builds, through the stateless decode
 // step that runs in place (sharedCachePlan) as well as the ordinary form: an empty outputs list means the defaults
-// (as the C ABI and the native CLI read it), { stats } receives the op's scratch high-water mark, and options that
-// are not an object are refused by runCase as by every other call.
+// (as the C ABI and the native CLI read it), { stats } receives the op's scratch high-water mark (cache steps too),
+// and options that are not an object are refused by runCase as by every other call.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
@@ -47,5 +47,23 @@ for (const build of ['simd-threaded', 'simd']) {
       assert.deepEqual(ak.runCase(c).outputs, all);
       assert.throws(() => ak.runCase(c, 'x'), /^AttnkitError: runCase: options must be an object$/);
     }
+    // Cache steps report their scratch too.
+    const cache = ak.createKvCache({ kvHeads: 1, headSize: 8, capacity: 8 });
+    const { inputs, attrs } = gqaCall(0);
+    const stats = {};
+    cache.step({ query: inputs.query, key: inputs.key, value: inputs.value }, attrs, { stats });
+    assert.ok(stats.peakScratchBytes > 0, `${stats.peakScratchBytes}`);
+    cache.dispose();
+    const qcache = ak.createQAttentionCache({ heads: 2, headSize: 8, capacity: 4 });
+    const qstats = {};
+    qcache.step({
+      input: { data: new Uint8Array(2 * 16).fill(3), shape: [1, 2, 16] },
+      weight: { data: new Int8Array(16 * 48).fill(1), shape: [16, 48] },
+      bias: { data: new Float32Array(48), shape: [48] },
+      input_scale: { data: new Float32Array([0.1]), shape: [] },
+      weight_scale: { data: new Float32Array([0.1]), shape: [] },
+    }, { num_heads: 2, unidirectional: 1 }, { stats: qstats });
+    assert.ok(qstats.peakScratchBytes > 0, `${qstats.peakScratchBytes}`);
+    qcache.dispose();
   });
 }
