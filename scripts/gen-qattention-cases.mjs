@@ -173,6 +173,10 @@ qa({ name: 'mask/filter-value-minus-infinity', B: 2, S: 4, N: 2, H: 8, mask: i32
   attrs: { mask_filter_value: '-Infinity' }, note: 'masked keys weigh exactly 0' });
 qa({ name: 'mask/filter-value-minus-infinity-fully-masked', B: 2, S: 3, N: 2, H: 8, mask: i32([2], [0, 2]),
   attrs: { mask_filter_value: '-Infinity' } });
+// A (B, 1) mask over a total of 1 token is the (B, T) mask, not the placeholder: ORT masks batch 0's one key (its
+// row is NaN under a -inf filter value).
+qa({ name: 'mask/b-1-is-the-mask-when-the-total-is-1', B: 2, S: 1, N: 2, H: 8, mask: i32([2, 1], [0, 1]),
+  attrs: { mask_filter_value: '-Infinity' } });
 
 mkdirSync(dir, { recursive: true });
 for (const f of readdirSync(dir)) if (f.endsWith('.json')) unlinkSync(`${dir}${f}`);

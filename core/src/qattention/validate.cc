@@ -118,13 +118,14 @@ Status check_mask(const TensorView& m, QAttentionProblem* p) {
       return Status::Ok();
     }
     case 2:
-      // ORT treats (B, 1) and (1, 1) as a placeholder and ignores its values.
-      if (m.shape[1] == 1 && (m.shape[0] == B || m.shape[0] == 1)) {
-        p->mask = QMaskKind::kNone;
-        return Status::Ok();
-      }
+      // (B, T) first: where the total is 1 token, (B, 1) is that mask, and ORT applies it.
       if (m.shape[0] == B && m.shape[1] == T) {
         p->mask = QMaskKind::kKeys;
+        return Status::Ok();
+      }
+      // Else ORT treats (B, 1) and (1, 1) as a placeholder and ignores its values.
+      if (m.shape[1] == 1 && (m.shape[0] == B || m.shape[0] == 1)) {
+        p->mask = QMaskKind::kNone;
         return Status::Ok();
       }
       return fail("mask_index: 2D mask must be (batch_size, total_sequence_length)" + bst + ", got shape " +
