@@ -225,12 +225,16 @@ export class KvCache extends ResidentCache {
     super(instance, handle, 'kv cache', '_attnkit_kv_cache_free');
     this.capacity = config.capacity;
     this.window = config.window ?? 0;
+    this.#headSize = config.headSize;
   }
+
+  #headSize;
 
   // inputs: GroupQueryAttention's inputs without past_key, past_value, seqlens_k, total_sequence_length;
   // attrs: its attributes. Returns { output }.
   step(inputs, attrs, options) {
-    return this._step(options, (Module, handle, o, threads) => stepKvCache(Module, handle, inputs, attrs, o, threads));
+    return this._step(options,
+      (Module, handle, o, threads) => stepKvCache(Module, handle, inputs, attrs, o, threads, this.#headSize));
   }
 
   // Tokens the cache stands for (rotary positions go on from here); `rows` of them are held, fewer with a window.
@@ -284,12 +288,15 @@ export class QAttentionCache extends ResidentCache {
   constructor(instance, handle, config) {
     super(instance, handle, 'qattention cache', '_attnkit_qattention_cache_free');
     this.capacity = config.capacity;
+    this.#hidden = config.heads * config.headSize;
   }
+
+  #hidden;
 
   // inputs: QAttention's inputs without past; attrs: its attributes. Returns { output }.
   step(inputs, attrs, options) {
     return this._step(options,
-      (Module, handle, o, threads) => stepQAttentionCache(Module, handle, inputs, attrs, o, threads));
+      (Module, handle, o, threads) => stepQAttentionCache(Module, handle, inputs, attrs, o, threads, this.#hidden));
   }
 
   get length() {

@@ -320,9 +320,9 @@ function resultEntries(Module, result) {
   return found;
 }
 
-// Copies tensors (resultEntries' form) out of wasm memory into fresh typed arrays the caller owns, or into `into`.
-function readResults(Module, found, what, into = {}) {
-  // Every target is checked before any is written, so a refused call leaves the caller's arrays as they were.
+// Checks `into` against a call's outputs (resultEntries' form): every target before any is written, so a refused
+// call leaves the caller's arrays as they were.
+function checkIntoTargets(what, into, found) {
   for (const name of Object.keys(into)) {
     if (!found.some((r) => r.name === name)) {
       const produced = found.map((r) => r.name).join(', ');
@@ -337,6 +337,11 @@ function readResults(Module, found, what, into = {}) {
         + `(${dtype} [${shape.join(', ')}]), got a ${target.constructor.name} of ${target.length}`);
     }
   }
+}
+
+// Copies tensors (resultEntries' form) out of wasm memory into fresh typed arrays the caller owns, or into `into`.
+function readResults(Module, found, what, into = {}) {
+  checkIntoTargets(what, into, found);
   const outputs = {};
   for (const { name, dtype, shape, dataPtr, byteLength } of found) {
     const source = new Uint8Array(heapBuffer(Module), dataPtr, byteLength);
@@ -355,13 +360,17 @@ function readResults(Module, found, what, into = {}) {
 // Packs the inputs and attributes, calls `invoke(args, count, shared)` (one C entry point taking the packed block;
 // `shared` when sharedCachePlan chose the in-place form, `op` says which op may), and returns its results as fresh
 // typed arrays (or the caller's `into`); frees everything it allocated in wasm memory.
-function callPacked(Module, what, inputs, attrs, { outputs, path, into, op, stats } = {}, invoke) {
+function callPacked(Module, what, inputs, attrs, { outputs, path, into, op, stats, stepOutput } = {}, invoke) {
   if (!inputs || typeof inputs !== 'object') throw new AttnkitError(`${what}: inputs must be an object of tensors`);
   checkInto(what, into);
   // An empty list asks for the default outputs, as the C ABI reads an empty one (and the native CLI a case's []).
   if (outputs?.length === 0) outputs = undefined;
   const normalized = [];
   for (const name of Object.keys(inputs)) normalized.push(normalizeInput(name, inputs[name], Module));
+  // A cache step cannot be taken back: its `into` is refused before it runs, against the output its inputs imply
+  // (stepOutput; null where they do not say, and the op then refuses them before it changes the cache).
+  const predicted = into && stepOutput ? stepOutput(normalized) : null;
+  if (predicted) checkIntoTargets(what, into, [predicted]);
   const shared = op ? sharedCachePlan(op, normalized, attrs, outputs) : null;
   if (shared) {
     try {
@@ -527,8 +536,22 @@ export function runOperator(Module, op, inputs, attrs, { outputs, path, into, st
 }
 
 // One step of a KV cache living in wasm memory (attnkit_kv_cache_step); returns { output }.
-export function stepKvCache(Module, cache, inputs, attrs, { path, into, stats } = {}, threads = 0) {
-  return callPacked(Module, 'GroupQueryAttention', inputs, attrs, { path, into, stats }, (args, count) =>
+const FLOAT_OUTPUTS = new Set(['float32', 'float16', 'bfloat16']);
+// A cache step's one output, { name, dtype, shape, byteLength }: (batch, sequence) of `rows` and hidden columns.
+function stepOutputOf(rows, dtype, hidden) {
+  if (!rows || rows.shape.length !== 3 || !FLOAT_OUTPUTS.has(dtype) || !(Number.isInteger(hidden) && hidden > 0)) {
+    return null;
+  }
+  const shape = [rows.shape[0], rows.shape[1], hidden];
+  return { name: 'output', dtype, shape, byteLength: shape[0] * shape[1] * hidden * DTYPES[dtype].bytes };
+}
+
+export function stepKvCache(Module, cache, inputs, attrs, { path, into, stats } = {}, threads = 0, headSize = 0) {
+  const stepOutput = (normalized) => {
+    const query = named(normalized, 'query');
+    return stepOutputOf(query, query?.dtype, Number(attrs?.num_heads) * headSize);
+  };
+  return callPacked(Module, 'GroupQueryAttention', inputs, attrs, { path, into, stats, stepOutput }, (args, count) =>
     Module._attnkit_kv_cache_step(cache, args.attrs, args.records, count, threads, args.path, args.resultSlot));
 }
 
@@ -602,8 +625,9 @@ export function createQAttentionCache(Module, { batch = 1, heads, headSize, capa
     Module._attnkit_qattention_cache_create(n.batch, n.heads, n.headSize, n.capacity, slots, slots + 4));
 }
 
-export function stepQAttentionCache(Module, cache, inputs, attrs, { path, into, stats } = {}, threads = 0) {
-  return callPacked(Module, 'QAttention', inputs, attrs, { path, into, stats }, (args, count) =>
+export function stepQAttentionCache(Module, cache, inputs, attrs, { path, into, stats } = {}, threads = 0, hidden = 0) {
+  const stepOutput = (normalized) => stepOutputOf(named(normalized, 'input'), 'float32', hidden);
+  return callPacked(Module, 'QAttention', inputs, attrs, { path, into, stats, stepOutput }, (args, count) =>
     Module._attnkit_qattention_cache_step(cache, args.attrs, args.records, count, threads, args.path,
       args.resultSlot));
 }

@@ -29,7 +29,7 @@ function gqaCall(P) {
 }
 
 for (const build of ['simd-threaded', 'simd']) {
-  test(`${build}: [] outputs are the defaults, stats gets the scratch, runCase refuses non-object options`, async () => {
+  test(`${build}: [] outputs mean the defaults, stats gets the scratch, bad options are refused`, async () => {
     const ak = await createInstance({ build, threads: 2 });
     instances.push(ak);
     for (const P of [4, 0]) {
@@ -47,12 +47,19 @@ for (const build of ['simd-threaded', 'simd']) {
       assert.deepEqual(ak.runCase(c).outputs, all);
       assert.throws(() => ak.runCase(c, 'x'), /^AttnkitError: runCase: options must be an object$/);
     }
-    // Cache steps report their scratch too.
+    // Cache steps report their scratch too, and refuse an `into` they cannot fill before the step, which the
+    // cache could not take back (a window cache's evicted rows are gone).
     const cache = ak.createKvCache({ kvHeads: 1, headSize: 8, capacity: 8 });
     const { inputs, attrs } = gqaCall(0);
+    const step = { query: inputs.query, key: inputs.key, value: inputs.value };
     const stats = {};
-    cache.step({ query: inputs.query, key: inputs.key, value: inputs.value }, attrs, { stats });
+    cache.step(step, attrs, { stats });
     assert.ok(stats.peakScratchBytes > 0, `${stats.peakScratchBytes}`);
+    const refused = [{ output: new Float32Array(3) }, { output: new Int32Array(48) }, { present_key: step.key.data }];
+    for (const into of refused) {
+      assert.throws(() => cache.step(step, attrs, { into }), /^AttnkitError: GroupQueryAttention: into\./);
+      assert.equal(cache.length, 3);
+    }
     cache.dispose();
     const qcache = ak.createQAttentionCache({ heads: 2, headSize: 8, capacity: 4 });
     const qstats = {};
@@ -64,6 +71,9 @@ for (const build of ['simd-threaded', 'simd']) {
       weight_scale: { data: new Float32Array([0.1]), shape: [] },
     }, { num_heads: 2, unidirectional: 1 }, { stats: qstats });
     assert.ok(qstats.peakScratchBytes > 0, `${qstats.peakScratchBytes}`);
+    assert.throws(() => qcache.step({ input: { data: new Uint8Array(16), shape: [1, 1, 16] } }, { num_heads: 2 },
+      { into: { output: new Float32Array(3) } }), /^AttnkitError: QAttention: into\.output must be a Float32Array/);
+    assert.equal(qcache.length, 2);
     qcache.dispose();
   });
 }
