@@ -131,6 +131,10 @@ export function prepareCase(caseObject: CaseObject): PreparedCase;
 
 export class AttnkitInstance {
   readonly build: Build;
+  /** Why this build was chosen (as info().reason), the call's default threads and the pool's maximum. */
+  readonly reason: string;
+  readonly threads: number;
+  readonly maxThreads: number;
   info(): Info;
   memoryBytes(): number;
   setIsa(isa: string): boolean;
