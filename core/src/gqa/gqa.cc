@@ -9,6 +9,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "common/tensor_storage.h"
 #include "common/thread_pool.h"
 #include "gqa/driver.h"
 
@@ -414,6 +415,24 @@ void keep_window(const GqaProblem& p, const uint8_t* staging, uint8_t* to, bool 
 Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaRequest& request,
                GqaOutputs* outputs, const RunOptions& options, bool in_place, bool past_f16_finite = false) {
   if (!outputs) return Status::Error("outputs must not be null");
+  const GqaInputs& in = inputs;
+  if (inputs_view_outputs({in.query, in.key, in.value, in.past_key, in.past_value, in.seqlens_k,
+                           in.total_sequence_length, in.cos_cache, in.sin_cache, in.position_ids, in.attention_bias,
+                           in.head_sink, in.k_scale, in.v_scale, in.q_norm_weight, in.k_norm_weight},
+                          {&outputs->output, &outputs->present_key, &outputs->present_value, &outputs->output_qk})) {
+    GqaOutputs fresh;
+    ATTNKIT_RETURN_IF_ERROR(run_gqa(inputs, attrs, request, &fresh, options, in_place, past_f16_finite));
+    // Only what the call produced moves in: an in-place cache may be one of the outputs the caller holds.
+    outputs->output = std::move(fresh.output);
+    if (request.output_qk) outputs->output_qk = std::move(fresh.output_qk);
+    if (request.present_key) outputs->present_key = std::move(fresh.present_key);
+    if (request.present_value) outputs->present_value = std::move(fresh.present_value);
+    return Status::Ok();
+  }
+  // Outputs not asked for are left empty, not holding an earlier call's tensors.
+  if (!request.output_qk) outputs->output_qk = Tensor();
+  if (!request.present_key) outputs->present_key = Tensor();
+  if (!request.present_value) outputs->present_value = Tensor();
   GqaProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_gqa(inputs, attrs, request, &p));
   p.past_f16_finite = past_f16_finite;
@@ -424,6 +443,12 @@ Status run_gqa(const GqaInputs& inputs, const GqaAttributes& attrs, const GqaReq
     if (!p.window_cache && p.total > p.past_capacity)
       return Status::Error("total_sequence_length " + std::to_string(p.total) + " exceeds the cache capacity " +
                            std::to_string(p.past_capacity) + " (past_key dim 2)");
+    // Both caches are written: one buffer as both would have each value row overwrite its key row.
+    const auto* k = static_cast<const uint8_t*>(inputs.past_key->data);
+    const auto* v = static_cast<const uint8_t*>(inputs.past_value->data);
+    const size_t bytes = inputs.past_key->bytes();
+    if (k < v + bytes && v < k + bytes)
+      return Status::Error("past_value: overlaps past_key, and the in-place form writes both");
     p.request.present_key = p.request.present_value = true;  // nothing internal to allocate
   }
   const KernelTable& kt = kernel_table();

@@ -210,6 +210,7 @@ Status GqaKvCache::load(const TensorView& key, const TensorView& value, int64_t 
 Status GqaKvCache::read(Tensor* key, Tensor* value) const {
   if (key_.empty()) return Status::Error("kv cache: init() was not called");
   if (!key || !value) return Status::Error("kv cache: read() needs two output tensors");
+  if (key == value) return Status::Error("kv cache: read() needs two different output tensors");
   const Shape& cache = key_.shape;
   const int64_t held = rows();
   const Shape shape{cache[0], cache[1], held, cache[3]};

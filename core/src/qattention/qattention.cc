@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attnkit/qattention.h"
+#include "common/tensor_storage.h"
 #include "common/thread_pool.h"
 #include "dispatch.h"
 #include "qattention/problem.h"
@@ -433,9 +434,25 @@ Status run_validated(const QAttentionProblem& p, const QAttentionRequest& reques
 
 }  // namespace
 
+namespace {
+
+bool inputs_view(const QAttentionInputs& in, const QAttentionOutputs& out) {
+  return inputs_view_outputs({in.input, in.weight, in.bias, in.input_scale, in.weight_scale, in.mask_index,
+                              in.input_zero_point, in.weight_zero_point, in.past},
+                             {&out.output, &out.present});
+}
+
+}  // namespace
+
 Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
                    const QAttentionRequest& request, QAttentionOutputs* outputs, const RunOptions& options) {
   if (!outputs) return Status::Error("outputs must not be null");
+  if (inputs_view(inputs, *outputs)) {  // see inputs_view_outputs
+    QAttentionOutputs fresh;
+    ATTNKIT_RETURN_IF_ERROR(q_attention(inputs, attrs, request, &fresh, options));
+    *outputs = std::move(fresh);
+    return Status::Ok();
+  }
   QAttentionProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
   return run_validated(p, request, outputs, options);
@@ -444,6 +461,12 @@ Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& a
 Status q_attention_in_place(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
                             QAttentionOutputs* outputs, const RunOptions& options, int64_t past_length) {
   if (!outputs) return Status::Error("outputs must not be null");
+  if (inputs_view(inputs, *outputs)) {  // the past written in place may be the caller's own present: left as it is
+    QAttentionOutputs fresh;
+    ATTNKIT_RETURN_IF_ERROR(q_attention_in_place(inputs, attrs, &fresh, options, past_length));
+    outputs->output = std::move(fresh.output);
+    return Status::Ok();
+  }
   QAttentionProblem p;
   // The in-place form requests present itself (validate_qattention).
   ATTNKIT_RETURN_IF_ERROR(
