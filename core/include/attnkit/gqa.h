@@ -28,7 +28,8 @@ struct GqaAttributes {
   float qk_norm_epsilon = 1e-6f;    // >= 0; with q/k_norm_weight
 };
 
-// Absent optional inputs are nullptr. The views must stay valid for the call.
+// Absent optional inputs are nullptr. The views must stay valid for the call; one may view a tensor of the call's
+// own outputs (a decode loop passing the last present as the past), and the call then fills fresh tensors.
 struct GqaInputs {
   const TensorView* query = nullptr;
   const TensorView* key = nullptr;
@@ -72,7 +73,8 @@ Status group_query_attention(const GqaInputs& inputs, const GqaAttributes& attrs
 // The shared-buffer form (ORT's past_present_share_buffer): inputs.past_key/past_value are the cache
 // AND the present, so their memory must be writable; new rows are written at [P_b, P_b + L) and nothing
 // else is read or copied, so a decode step touches the cache once. total_sequence_length must not
-// exceed the cache's dim 2. request.present_* are ignored; outputs->present_* stay empty.
+// exceed the cache's dim 2. request.present_* are ignored; outputs->present_* are left empty (or as they are where
+// one of them is the cache itself). The two caches must not overlap.
 Status group_query_attention_in_place(const GqaInputs& inputs, const GqaAttributes& attrs,
                                       const GqaRequest& request, GqaOutputs* outputs,
                                       const RunOptions& options = RunOptions());

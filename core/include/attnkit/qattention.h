@@ -19,7 +19,8 @@ struct QAttentionAttributes {
   float scale = 0.0f;                     // 0: 1/sqrt(head_size)
 };
 
-// Absent optional inputs are nullptr. The views must stay valid for the call.
+// Absent optional inputs are nullptr. The views must stay valid for the call; one may view a tensor of the call's
+// own outputs (a decode loop passing the last present as the past), and the call then fills fresh tensors.
 struct QAttentionInputs {
   const TensorView* input = nullptr;              // (B, S, D_i) uint8
   const TensorView* weight = nullptr;             // (D_i, 3D) int8 | uint8
@@ -49,7 +50,8 @@ Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& a
 // The same op with present written over past: inputs.past is (2, B, N, C, H), each head's P past rows
 // first, and its memory must be writable; the op writes the S new rows after them, so the past is neither
 // read twice nor copied (a stateless wasm call uses it to skip one copy of the whole cache). past is
-// required; request.present is ignored and outputs->present stays empty (the present is that buffer).
+// required; request.present is ignored and outputs->present is left empty (the present is that buffer; where
+// outputs->present is that buffer, it is left as it is).
 // past_length is P; C may hold more rows than P + S, so one buffer of a model's context serves every
 // decode step (P grows by S each call). past_length < 0: P = C - S.
 Status q_attention_in_place(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,
