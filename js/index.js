@@ -3,11 +3,12 @@
 // and return owned typed arrays; `createInstance()` gives independent modules (e.g. both builds at once).
 import { AttnkitError, shown, thrownLine } from './errors.js';
 import { availableCores, BUILDS, detectBuild, loadModule, terminateWorkers } from './loader.js';
+import { heapBuffer, runOperator, PinnedTensor, pinTensor, WasmTrap } from './marshal.js';
 import {
-  createKvCache as newCacheHandle, createQAttentionCache as newQAttentionCacheHandle, heapBuffer, loadKvCache,
-  loadQAttentionCache, readKvCache, readQAttentionCache, reserveKvCache, runOperator, stepKvCache, stepQAttentionCache,
-  truncateKvCache, truncateQAttentionCache, PinnedTensor, pinTensor, WasmTrap,
-} from './marshal.js';
+  createKvCache as newCacheHandle, createQAttentionCache as newQAttentionCacheHandle, loadKvCache,
+  loadQAttentionCache, readKvCache, readQAttentionCache, reserveKvCache, stepKvCache, stepQAttentionCache,
+  truncateKvCache, truncateQAttentionCache,
+} from './cache_calls.js';
 import { CaseError, materializeTensor, normalizeCase } from './case.js';
 
 export { AttnkitError, PinnedTensor };

@@ -7,7 +7,7 @@ import { DTYPES, materializeTensor } from './case.js';
 // dtype codes of core/include/attnkit/attnkit.h, in order.
 const DTYPE_NAMES = ['float32', 'float16', 'bfloat16', 'int8', 'uint8', 'int32', 'int64'];
 // No prototype, as case.js's DTYPES.
-const DTYPE_CODES = Object.assign(Object.create(null),
+export const DTYPE_CODES = Object.assign(Object.create(null),
   Object.fromEntries(DTYPE_NAMES.map((name, code) => [name, code])));
 // attnkit_tensor on wasm32: name, dtype, rank, shape, data (4 bytes each); pinned by wasm/wasm_exports.cc.
 const TENSOR_RECORD_BYTES = 20;
@@ -39,7 +39,7 @@ function arrayTypesOf(dtype) {
 // An exception out of a call into the module itself (a trap, an abort): the module's state is unknown after it, so
 // the instance refuses later calls (AttnkitInstance._guard). Anything thrown before or after that call is not one.
 export class WasmTrap extends Error {}
-function enterModule(call) {
+export function enterModule(call) {
   try {
     return call();
   } catch (e) {
@@ -360,7 +360,7 @@ function readResults(Module, found, what, into = {}) {
 // Packs the inputs and attributes, calls `invoke(args, count, shared)` (one C entry point taking the packed block;
 // `shared` when sharedCachePlan chose the in-place form, `op` says which op may), and returns its results as fresh
 // typed arrays (or the caller's `into`); frees everything it allocated in wasm memory.
-function callPacked(Module, what, inputs, attrs, { outputs, path, into, op, stats, stepOutput } = {}, invoke) {
+export function callPacked(Module, what, inputs, attrs, { outputs, path, into, op, stats, stepOutput } = {}, invoke) {
   if (!inputs || typeof inputs !== 'object') throw new AttnkitError(`${what}: inputs must be an object of tensors`);
   checkInto(what, into);
   // An empty list asks for the default outputs, as the C ABI reads an empty one (and the native CLI a case's []).
@@ -450,7 +450,7 @@ const SHARED_OUTPUTS = new Set(['output', 'present_key', 'present_value']);
 
 // The plans look inputs up by name with a loop: an object of them built per call (Object.fromEntries) and copies by
 // spread made V8 create and transition new object shapes on every call, 2 us of a 13 us small decode step.
-function named(tensors, name) {
+export function named(tensors, name) {
   for (const t of tensors) if (t.name === name) return t;
   return undefined;
 }
@@ -536,114 +536,3 @@ export function runOperator(Module, op, inputs, attrs, { outputs, path, into, st
 }
 
 // One step of a KV cache living in wasm memory (attnkit_kv_cache_step); returns { output }.
-const FLOAT_OUTPUTS = new Set(['float32', 'float16', 'bfloat16']);
-// A cache step's one output, { name, dtype, shape, byteLength }: (batch, sequence) of `rows` and hidden columns.
-function stepOutputOf(rows, dtype, hidden) {
-  if (!rows || rows.shape.length !== 3 || !FLOAT_OUTPUTS.has(dtype) || !(Number.isInteger(hidden) && hidden > 0)) {
-    return null;
-  }
-  const shape = [rows.shape[0], rows.shape[1], hidden];
-  return { name: 'output', dtype, shape, byteLength: shape[0] * shape[1] * hidden * DTYPES[dtype].bytes };
-}
-
-export function stepKvCache(Module, cache, inputs, attrs, { path, into, stats } = {}, threads = 0, headSize = 0) {
-  const stepOutput = (normalized) => {
-    const query = named(normalized, 'query');
-    return stepOutputOf(query, query?.dtype, Number(attrs?.num_heads) * headSize);
-  };
-  return callPacked(Module, 'GroupQueryAttention', inputs, attrs, { path, into, stats, stepOutput }, (args, count) =>
-    Module._attnkit_kv_cache_step(cache, args.attrs, args.records, count, threads, args.path, args.resultSlot));
-}
-
-// A KV cache's tokens themselves: load replaces them with past_key/past_value (the present layout), read copies
-// them out as { present_key, present_value }, truncate keeps the first `length`; reserve grows the capacity.
-function cacheLength(length, what, cache = 'kv cache') {
-  if (!Number.isInteger(length) || length < 0 || length > 0x7fffffff) {
-    throw new AttnkitError(`${cache}: ${what} must be an integer in [0, 2147483647], got ${shown(length)}`);
-  }
-  return length;
-}
-
-export function loadKvCache(Module, cache, inputs, length) {
-  const rows = length === undefined ? -1 : cacheLength(length, 'length');
-  callPacked(Module, 'kv cache', inputs, {}, {}, (args, count) =>
-    Module._attnkit_kv_cache_load(cache, args.records, count, rows, args.resultSlot));
-}
-
-export function readKvCache(Module, cache, into) {
-  return callPacked(Module, 'kv cache', {}, {}, { into }, (args) =>
-    Module._attnkit_kv_cache_read(cache, args.resultSlot));
-}
-
-export function reserveKvCache(Module, cache, capacity) {
-  const rows = cacheLength(capacity, 'capacity');
-  callPacked(Module, 'kv cache', {}, {}, {}, (args) => Module._attnkit_kv_cache_reserve(cache, rows, args.resultSlot));
-}
-
-export function truncateKvCache(Module, cache, length) {
-  const rows = cacheLength(length, 'truncate length');
-  callPacked(Module, 'kv cache', {}, {}, {}, (args) => Module._attnkit_kv_cache_truncate(cache, rows, args.resultSlot));
-}
-
-// Creates a cache in wasm memory through `create(sizes, slots)`, a C ABI create that writes the cache and the result
-// pointers at slots and slots + 4; returns the cache's handle or throws AttnkitError with the C ABI's message.
-function createHandle(Module, what, sizes, create) {
-  for (const [name, v] of Object.entries(sizes)) {
-    if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) {
-      throw new AttnkitError(`${what}: ${name} must be an integer in [0, 2147483647], got ${shown(v)}`);
-    }
-  }
-  const slots = Module._malloc(8) >>> 0;
-  if (slots === 0) throw new AttnkitError('out of memory', 1);
-  try {
-    const rc = enterModule(() => create(sizes, slots));
-    const view = new DataView(heapBuffer(Module));
-    const cache = view.getUint32(slots, true);
-    const result = view.getUint32(slots + 4, true);
-    const message = rc !== 0 && result ? Module.UTF8ToString(Module._attnkit_result_error(result) >>> 0) : '';
-    if (result) Module._attnkit_result_free(result);
-    if (rc !== 0) throw new AttnkitError(message || `${what}: internal error (code ${rc})`, rc === 2 ? 2 : 1);
-    return cache;
-  } finally {
-    Module._free(slots);
-  }
-}
-
-// Creates a KV cache in wasm memory; returns its handle or throws AttnkitError with the C ABI's message.
-export function createKvCache(Module, { batch = 1, kvHeads, headSize, capacity, dtype = 'float32', window = 0 }) {
-  const code = DTYPE_CODES[dtype];
-  if (code === undefined) throw new AttnkitError(`kv cache: unknown dtype "${shown(dtype)}"`);
-  return createHandle(Module, 'kv cache', { batch, kvHeads, headSize, capacity, window }, (n, slots) =>
-    Module._attnkit_kv_cache_create_window(n.batch, n.kvHeads, n.headSize, n.capacity, n.window, code, slots,
-      slots + 4));
-}
-
-// A QAttention past/present cache in wasm memory (attnkit_qattention_cache_*): create, step (QAttention's inputs
-// without past; returns { output }), load (past in ORT's present layout), read ({ present }), truncate.
-export function createQAttentionCache(Module, { batch = 1, heads, headSize, capacity }) {
-  return createHandle(Module, 'qattention cache', { batch, heads, headSize, capacity }, (n, slots) =>
-    Module._attnkit_qattention_cache_create(n.batch, n.heads, n.headSize, n.capacity, slots, slots + 4));
-}
-
-export function stepQAttentionCache(Module, cache, inputs, attrs, { path, into, stats } = {}, threads = 0, hidden = 0) {
-  const stepOutput = (normalized) => stepOutputOf(named(normalized, 'input'), 'float32', hidden);
-  return callPacked(Module, 'QAttention', inputs, attrs, { path, into, stats, stepOutput }, (args, count) =>
-    Module._attnkit_qattention_cache_step(cache, args.attrs, args.records, count, threads, args.path,
-      args.resultSlot));
-}
-
-export function loadQAttentionCache(Module, cache, past) {
-  callPacked(Module, 'qattention cache', { past }, {}, {}, (args, count) =>
-    Module._attnkit_qattention_cache_load(cache, args.records, count, args.resultSlot));
-}
-
-export function readQAttentionCache(Module, cache, into) {
-  return callPacked(Module, 'qattention cache', {}, {}, { into }, (args) =>
-    Module._attnkit_qattention_cache_read(cache, args.resultSlot));
-}
-
-export function truncateQAttentionCache(Module, cache, length) {
-  const rows = cacheLength(length, 'truncate length', 'qattention cache');
-  callPacked(Module, 'qattention cache', {}, {}, {}, (args) =>
-    Module._attnkit_qattention_cache_truncate(cache, rows, args.resultSlot));
-}

@@ -556,7 +556,7 @@ describe('package entry (default instance)', () => {
     assert.equal(r.status, 0, r.stderr);
   });
 
-  test('overlapping init() calls act in the order made; a dispose() made meanwhile disposes what they load', async () => {
+  test('overlapping init() calls act in the order made; a dispose() meanwhile disposes what they load', async () => {
     const [first, second] = await Promise.all([attnkit.init({ threads: 4 }), attnkit.init({ threads: 1 })]);
     assert.deepEqual([first.build, second.build], ['simd-threaded', 'simd']);
     assert.deepEqual([attnkit.info().build, attnkit.info().threads], ['simd', 1]);
