@@ -1,0 +1,172 @@
+// attnkit npm package tests (node:test): the package's default instance (init, its build choice, dispose and
+// overlapping calls) and the JS CLI on the wasm target, whose output and errors match the native CLI's.
+// Needs js/dist (npm run build); the native comparisons need build/native/attnkit (or ATTNKIT_CLI).
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import * as attnkit from '../../js/index.js';
+import { AttnkitError } from '../../js/index.js';
+import { materializeTensor } from '../../js/case.js';
+import { assertMatchesNative, cli, corpus, haveCli, nativeRun, root, smallGqa } from './wasm_test_support.mjs';
+
+describe('package entry (default instance)', () => {
+  after(() => attnkit.dispose());
+
+  test('calls before init() throw AttnkitError', async () => {
+    attnkit.dispose();
+    await assert.rejects(attnkit.groupQueryAttention({}, {}), (e) => e instanceof AttnkitError && /init\(\)/.test(e.message));
+    assert.throws(() => attnkit.info(), AttnkitError);
+  });
+
+  test('init() picks the threaded build in Node and runs both ops and runCase', async () => {
+    const info = await attnkit.init({ threads: 2 });
+    assert.equal(info.build, 'simd-threaded');
+    assert.match(info.reason, /Node/);
+    const { inputs, attrs } = smallGqa();
+    const r = await attnkit.groupQueryAttention(inputs, attrs);
+    assert.deepEqual(r.output.shape, [1, 5, 64]);
+    const c = corpus.find((e) => !e.caseObject.expect_error);
+    if (c) assert.ok(Object.keys((await attnkit.runCase(c.caseObject)).outputs).length > 0);
+    await assert.rejects(attnkit.qAttention({}, {}), AttnkitError);
+  });
+
+  test('one thread takes the single-thread build unless the threaded one is asked for', async () => {
+    const one = await attnkit.init({ threads: 1 });
+    assert.equal(one.build, 'simd');
+    assert.match(one.reason, /one thread requested/);
+    assert.equal(one.threads, 1);
+    const { inputs, attrs } = smallGqa();
+    const single = await attnkit.groupQueryAttention(inputs, attrs);
+    const asked = await attnkit.init({ threads: 1, build: 'simd-threaded' });
+    assert.equal(asked.build, 'simd-threaded');
+    assert.equal(asked.threads, 1);
+    const pooled = await attnkit.groupQueryAttention(inputs, attrs, { threads: 2 });
+    assert.deepEqual(pooled.output.data, single.output.data);
+  });
+
+  test('threads are clamped to the pthread pool', async () => {
+    const info = await attnkit.init({ threads: 64 });
+    assert.equal(info.threads, info.maxThreads);
+  });
+
+  test('a refused init() leaves the current instance working', async () => {
+    await attnkit.init({ threads: 1 });
+    const { inputs, attrs } = smallGqa();
+    const before = await attnkit.groupQueryAttention(inputs, attrs);
+    for (const [options, pattern] of [[5, /^init: options must be an object$/],
+      [{ wasmPaths: 5 }, /^init: wasmPaths must/],
+      [{ build: 'toString' }, /^init: build must be auto, simd-threaded or simd, got "toString"$/]]) {
+      await assert.rejects(attnkit.init(options),
+        (e) => e instanceof AttnkitError && e.code === 2 && pattern.test(e.message));
+    }
+    assert.deepEqual((await attnkit.groupQueryAttention(inputs, attrs)).output.data, before.output.data);
+  });
+
+  test('dispose() terminates the workers so Node exits', () => {
+    // A child process that runs threaded calls and disposes must end by itself. Several init/dispose cycles:
+    // terminating a worker that was still starting or spinning once trapped in ~1 of 10 disposes.
+    const script = `import * as a from ${JSON.stringify(path.join(root, 'js/index.js'))};
+      ${smallGqa.toString()}
+      const { inputs, attrs } = smallGqa();
+      for (let cycle = 0; cycle < 8; cycle++) {
+        await a.init({ threads: 2 });
+        await a.groupQueryAttention(inputs, attrs);
+        a.dispose();
+      }`;
+    const header = `import { materializeTensor } from ${JSON.stringify(path.join(root, 'js/case.js'))};\n`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', header + script], { encoding: 'utf8', timeout: 30000 });
+    assert.equal(r.signal, null, 'the child did not exit by itself');
+    assert.equal(r.status, 0, r.stderr);
+  });
+
+  test('overlapping init() calls act in the order made; a dispose() meanwhile disposes what they load', async () => {
+    const [first, second] = await Promise.all([attnkit.init({ threads: 4 }), attnkit.init({ threads: 1 })]);
+    assert.deepEqual([first.build, second.build], ['simd-threaded', 'simd']);
+    assert.deepEqual([attnkit.info().build, attnkit.info().threads], ['simd', 1]);
+    const loading = attnkit.init({ threads: 2 });
+    attnkit.dispose();
+    assert.equal((await loading).build, 'simd-threaded');
+    assert.throws(() => attnkit.info(), (e) => e instanceof AttnkitError && /init\(\)/.test(e.message));
+  });
+});
+
+describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
+  const bin = path.join(root, 'js/bin/attnkit.mjs');
+  const valid = corpus.find((e) => !e.caseObject.expect_error && !Array.isArray(JSON.parse(fs.readFileSync(e.file, 'utf8'))));
+  // An op-level rule (invalid--*), so this checks the CLI's plumbing; case-loader messages are checked per case above.
+  const invalid = corpus.find((e) => e.caseObject.expect_error && path.basename(e.file).startsWith('invalid--') &&
+    !Array.isArray(JSON.parse(fs.readFileSync(e.file, 'utf8'))));
+
+  test('run writes the native output format', () => {
+    assert.ok(valid, 'no valid single-case file in the corpus');
+    const out = path.join(os.tmpdir(), `attnkit-wasm-cli-${process.pid}.json`);
+    const r = spawnSync(process.execPath, [bin, 'run', valid.file, '--target', 'wasm', '--threads', '2', '--out', out], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const doc = JSON.parse(fs.readFileSync(out, 'utf8'));
+    fs.rmSync(out, { force: true });
+    assert.equal(doc.name, valid.caseObject.name);
+    for (const t of Object.values(doc.outputs)) assert.deepEqual(Object.keys(t).sort(), ['base64', 'dtype', 'shape']);
+    if (haveCli) {
+      const native = nativeRun(valid.file, 0);
+      for (const [name, t] of Object.entries(native.outputs)) assertMatchesNative(name, materializeTensor(doc.outputs[name], name), t);
+    }
+  });
+
+  test('an invalid case exits 2 with one line on stderr', () => {
+    assert.ok(invalid, 'no invalid single-case file in the corpus');
+    const r = spawnSync(process.execPath, [bin, 'run', invalid.file, '--target', 'wasm'], { encoding: 'utf8' });
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+    assert.ok(r.stderr.includes(invalid.caseObject.expect_error));
+    if (haveCli) assert.equal(r.stderr.trim(), nativeRun(invalid.file, 0).error);
+  });
+
+  test('a case file that cannot be read exits 1 with one line naming it, as the native CLI does', () => {
+    const clis = [[process.execPath, [bin]], ...(haveCli ? [[cli, []]] : [])];
+    for (const [command, prefix] of clis) {
+      for (const file of [os.tmpdir(), path.join(os.tmpdir(), `attnkit-missing-${process.pid}.json`)]) {
+        const r = spawnSync(command, [...prefix, 'run', file], { encoding: 'utf8' });
+        assert.equal(r.status, 1, `${command} ${file}: ${r.stderr}`);
+        assert.equal(r.stdout, '');
+        assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+        assert.ok(r.stderr.startsWith(`${file}: `), r.stderr);
+      }
+    }
+  });
+
+  test('a count out of range exits 2 with the native CLI\'s line', () => {
+    for (const args of [['--iters', '99999999999'], ['--warmup', '-1'], ['--threads', '1e3']]) {
+      const r = spawnSync(process.execPath, [bin, 'bench', valid.file, '--target', 'wasm', ...args], { encoding: 'utf8' });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr.trim(), /^--(iters|warmup|threads): must be an integer in \[[01], 1000000\]$/);
+      if (haveCli) assert.equal(spawnSync(cli, ['bench', valid.file, ...args], { encoding: 'utf8' }).stderr, r.stderr);
+    }
+  });
+
+  test('help prints the usage on stdout and exits 0', () => {
+    for (const args of [['--help'], ['help'], ['run', 'case.json', '-h']]) {
+      const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+      assert.ok(r.stdout.startsWith('usage: attnkit.mjs run CASE.json'), r.stdout);
+      assert.equal(r.stderr, '');
+    }
+  });
+
+  test('bench prints one JSON line with the timing fields', () => {
+    assert.ok(valid, 'no valid single-case file in the corpus');
+    const r = spawnSync(process.execPath, [bin, 'bench', valid.file, '--target', 'wasm', '--iters', '3', '--warmup', '1'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const line = JSON.parse(r.stdout);
+    for (const key of ['median_us', 'min_us', 'iters', 'isa', 'threads', 'peak_scratch_bytes']) {
+      assert.ok(key in line, key);
+    }
+    assert.ok(line.min_us > 0 && line.min_us <= line.median_us);
+    assert.ok(Number.isInteger(line.peak_scratch_bytes) && line.peak_scratch_bytes > 0, `${line.peak_scratch_bytes}`);
+    assert.equal(line.iters, 3);
+  });
+});
