@@ -349,10 +349,51 @@ function defaultOutputs(op, inputs) {
   return ['output', 'present_key', 'present_value'];
 }
 
+const CASE_FIELDS = ['name', 'op', 'attrs', 'inputs', 'outputs', 'expected', 'tolerance', 'expect_error', 'ort', 'note'];
+
+// As native's JsonValue::type_name: for messages about a value of the wrong kind.
+export function jsonTypeName(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return { boolean: 'a boolean', number: 'a number', string: 'a string' }[typeof v] ?? 'an object';
+}
+
+// The fields after the tensors (as native's check_case_annotations): a misspelt or mistyped one is refused, so a
+// check the writer meant is never silently dropped.
+function checkAnnotations(obj, outputs) {
+  if (obj.expected !== undefined) {
+    if (!isPlainObject(obj.expected)) throw new CaseError('expected: must be an object of named tensors');
+    for (const name of Object.keys(obj.expected)) {
+      if (!outputs.includes(name)) {
+        throw new CaseError(`expected.${name}: not an output this case produces (${outputs.join(', ')})`);
+      }
+    }
+  }
+  if (obj.tolerance !== undefined) {
+    if (!isPlainObject(obj.tolerance)) throw new CaseError('tolerance: must be an object {atol, rtol}');
+    for (const [key, v] of Object.entries(obj.tolerance)) {
+      if (key !== 'atol' && key !== 'rtol') throw new CaseError(`tolerance.${key}: not a field of tolerance (atol, rtol)`);
+      if (typeof v !== 'number' || !(v >= 0) || !Number.isFinite(v)) {
+        throw new CaseError(`tolerance.${key}: must be a non-negative number`);
+      }
+    }
+  }
+  for (const field of ['expect_error', 'note']) {
+    if (obj[field] !== undefined && typeof obj[field] !== 'string') throw new CaseError(`${field}: must be a string`);
+  }
+  if (obj.ort !== undefined && !(typeof obj.ort === 'string' && /^skip(-cpu)?:/.test(obj.ort))) {
+    throw new CaseError('ort: must be "skip: why" or "skip-cpu: why"');
+  }
+}
+
+const isPlainObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
 // Validates the envelope of a case (as native/case/case_file.cc does, same messages) and fills defaults;
 // tensors stay lazy until materializeInputs().
 export function normalizeCase(obj, index = 0) {
-  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new CaseError(`case #${index}: must be an object`);
+  if (!isPlainObject(obj)) throw new CaseError(`case #${index}: must be an object, got ${jsonTypeName(obj)}`);
+  const unknown = Object.keys(obj).find((k) => !CASE_FIELDS.includes(k));
+  if (unknown !== undefined) throw new CaseError(`"${unknown}" is not a field of a case (${CASE_FIELDS.join(', ')})`);
   if (obj.name !== undefined && typeof obj.name !== 'string') throw new CaseError('name: must be a string');
   if (typeof obj.op !== 'string') throw new CaseError('op: required (a string such as "GroupQueryAttention")');
   const op = canonicalOp(obj.op);
@@ -365,19 +406,22 @@ export function normalizeCase(obj, index = 0) {
   if (obj.outputs !== undefined && (!Array.isArray(obj.outputs) || !obj.outputs.every((o) => typeof o === 'string'))) {
     throw new CaseError('outputs: must be an array of output names');
   }
-  return {
-    ...obj,
-    name: obj.name ?? `#${index}`,
-    op,
-    attrs: { ...(obj.attrs ?? {}) },
-    inputs: { ...obj.inputs },
-    outputs: (obj.outputs ?? defaultOutputs(op, obj.inputs)).slice(),
-  };
+  // An empty list asks for the defaults, as in the op call.
+  const outputs = (obj.outputs?.length ? obj.outputs : defaultOutputs(op, obj.inputs)).slice();
+  checkAnnotations(obj, outputs);
+  return { ...obj, name: obj.name ?? `#${index}`, op, attrs: { ...(obj.attrs ?? {}) }, inputs: { ...obj.inputs }, outputs };
 }
 
-// A file holds one case or an array of cases.
-export function casesFromJson(value) {
-  return (Array.isArray(value) ? value : [value]).map((c, i) => normalizeCase(c, i));
+// The case objects of a parsed file, as native's list_cases: the document itself, or its array's elements.
+export function listCases(doc) {
+  if (isPlainObject(doc)) return [doc];
+  if (!Array.isArray(doc)) {
+    throw new CaseError(`case file: must hold a case object or an array of them, got ${jsonTypeName(doc)}`);
+  }
+  doc.forEach((c, i) => {
+    if (!isPlainObject(c)) throw new CaseError(`case #${i}: must be an object, got ${jsonTypeName(c)}`);
+  });
+  return doc;
 }
 
 export function materializeInputs(caseObj) {
@@ -403,7 +447,9 @@ export function compareTensors(actual, expected, { atol = 0, rtol = 0, include =
   const e = toFloat64(expected);
   if (relFloor === null) {
     let peak = 0;
-    for (let i = 0; i < e.length; i++) if (Math.abs(e[i]) > peak && (!include || include(i))) peak = Math.abs(e[i]);
+    for (let i = 0; i < e.length; i++) {
+      if (Math.abs(e[i]) > peak && Number.isFinite(e[i]) && (!include || include(i))) peak = Math.abs(e[i]);
+    }
     relFloor = Math.max(1e-3 * peak, Number.MIN_VALUE);
   }
   let worstExcess = -Infinity;
@@ -412,8 +458,10 @@ export function compareTensors(actual, expected, { atol = 0, rtol = 0, include =
     result.compared++;
     const ai = a[i];
     const ei = e[i];
-    if (Number.isNaN(ai) || Number.isNaN(ei)) {
-      if (Number.isNaN(ai) && Number.isNaN(ei)) continue;
+    if (!Number.isFinite(ai) || !Number.isFinite(ei)) {
+      // NaN matches NaN and an infinity only itself: no tolerance spans an infinite difference.
+      if (Object.is(ai, ei) || (Number.isNaN(ai) && Number.isNaN(ei))) continue;
+      result.mismatches++;
       result.ok = false;
       result.maxAbs = Infinity;
       result.maxRel = Infinity;

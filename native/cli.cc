@@ -212,7 +212,9 @@ int command_run(const Options& o) {
   for (size_t index : f.selected) {
     Case c;
     Status st = build_case(*f.cases[index], index, &c);
-    std::string name = c.name.empty() ? "#" + std::to_string(index) : c.name;
+    // A case that fails to build is still named by its "name" field where it has one, as the JS CLI does.
+    const JsonValue* named = f.cases[index]->find("name");
+    std::string name = named && named->is_string() ? named->as_string() : "#" + std::to_string(index);
     if (!st.ok()) return report(kExitInvalid, case_message(f, name, st));
     std::vector<CaseOutput> outputs;
     st = run_case(c, options, o.reference, &outputs);

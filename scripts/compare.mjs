@@ -1,14 +1,17 @@
 // attnkit: the cross-target comparison behind `npm start`. Runs every corpus case (validation cases excluded) on every
 // available target (js/targets/index.js), measures each against the fp64 reference (`attnkit run --reference`), and
 // prints per case the max abs / max rel difference and the median time of each target; writes report/index.html.
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+// Exits 1 when an attnkit target diverges or fails, or a case file cannot be read; a peer's divergences are reported.
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { normalizeCase } from '../js/case.js';
+import { listCases, materializeTensor, normalizeCase } from '../js/case.js';
 import { compareOutputs } from '../js/compare.js';
 import { TARGETS } from '../js/targets/index.js';
+import { attnkitTolerance, ortTolerance } from '../js/tolerance.js';
 import { cliAvailable, defaultCli, repoRoot, runNative } from '../js/targets/native.js';
 
-const USAGE = 'node scripts/compare.mjs [--filter SUBSTR] [--targets id,id] [--threads N] [--repeat N] [--out FILE]';
+const USAGE = 'node scripts/compare.mjs [--cases DIR] [--filter SUBSTR] [--targets id,id] [--threads N] [--repeat N] ' +
+  '[--out FILE]';
 
 function usageError(why) {
   process.stderr.write(`compare: ${why}\nUsage: ${USAGE}\n`);
@@ -16,7 +19,8 @@ function usageError(why) {
 }
 
 function parseArgs(argv) {
-  const opts = { filter: '', targets: null, threads: 1, repeat: 5, out: join(repoRoot, 'report/index.html') };
+  const opts = { cases: join(repoRoot, 'tests/cases'), filter: '', targets: null, threads: 1, repeat: 5,
+    out: join(repoRoot, 'report/index.html') };
   for (let i = 0; i < argv.length; i++) {
     const next = () => (i + 1 < argv.length ? argv[++i] : usageError(`${argv[i]} needs a value`));
     const count = () => {
@@ -28,6 +32,7 @@ function parseArgs(argv) {
       case '--help':
         process.stdout.write(`Usage: ${USAGE}\n`);
         process.exit(0);
+      case '--cases': opts.cases = next(); break;
       case '--filter': opts.filter = next(); break;
       case '--targets': opts.targets = next().split(','); break;
       case '--threads': opts.threads = count(); break;
@@ -64,8 +69,17 @@ function describeShape(c) {
 const fmt = (x) => (x === null || x === undefined ? '-' : Number.isFinite(x) ? x.toExponential(2) : String(x));
 const fmtMs = (x) => (typeof x === 'number' ? (x < 1 ? x.toFixed(3) : x < 100 ? x.toFixed(2) : x.toFixed(0)) : '-');
 
-// One row: { target, status: 'ok'|'DIVERGES'|'error'|'skip', maxAbs, maxRel, timeMs, detail }.
-async function runTarget(target, c, file, opts, reference) {
+// attnkit's own targets are held to the bound its tests hold them to; a peer (ORT) to the case's tolerance or the
+// spec's accuracy anchors.
+const isAttnkit = (target) => target.id.startsWith('attnkit-');
+
+function failures(cmp) {
+  return [...cmp.missing.map((n) => `${n} missing`),
+    ...Object.entries(cmp.outputs).filter(([, r]) => !r.ok).map(([n, r]) => `${n}: ${r.reason}`)];
+}
+
+// One row: { target, status: 'ok'|'DIVERGES'|'error'|'skip'|'unchecked', maxAbs, maxRel, timeMs, detail }.
+async function runTarget(target, c, file, opts, reference, expected) {
   const row = { target: target.label, status: 'ok', maxAbs: null, maxRel: null, timeMs: null, detail: '' };
   const skip = target.skipReason?.(c);
   if (skip) return { ...row, status: 'skip', detail: skip };
@@ -74,17 +88,20 @@ async function runTarget(target, c, file, opts, reference) {
     return { ...row, status: 'error', detail: res.error };
   }
   row.timeMs = res.timeMs;
-  if (!reference) return { ...row, status: 'unchecked', detail: 'no reference to compare with' };
-  const cmp = compareOutputs(c, res.outputs, reference, c.tolerance ?? { atol: 1e-5, rtol: 1e-5 });
-  row.maxAbs = cmp.maxAbs;
-  row.maxRel = cmp.maxRel;
-  if (!cmp.ok) {
-    row.status = 'DIVERGES';
-    row.detail = [...cmp.missing.map((n) => `${n} missing`),
-      ...Object.entries(cmp.outputs).filter(([, r]) => !r.ok).map(([n, r]) => `${n}: ${r.reason}`)].join('; ');
-    const note = target.divergenceNote?.(c);
-    if (note) row.detail = `${note}; ${row.detail}`;
+  // The case's own expected outputs, where it gives them, judged by its tolerance (or the anchors).
+  const vsExpected = expected ? failures(compareOutputs(c, res.outputs, expected, ortTolerance(c))) : [];
+  const problems = vsExpected.map((f) => `vs expected: ${f}`);
+  if (reference) {
+    const cmp = compareOutputs(c, res.outputs, reference, isAttnkit(target) ? attnkitTolerance(c) : ortTolerance(c));
+    row.maxAbs = cmp.maxAbs;
+    row.maxRel = cmp.maxRel;
+    problems.unshift(...failures(cmp));
   }
+  if (problems.length) {
+    const note = target.divergenceNote?.(c);
+    return { ...row, status: 'DIVERGES', detail: [...(note ? [note] : []), ...problems].join('; ') };
+  }
+  if (!reference) return { ...row, status: 'unchecked', detail: 'no reference to compare with' };
   return row;
 }
 
@@ -137,20 +154,30 @@ async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const unknown = (opts.targets ?? []).filter((id) => !TARGETS.some((t) => t.id === id));
   if (unknown.length) usageError(`unknown target ${unknown.join(', ')} (targets: ${TARGETS.map((t) => t.id).join(', ')})`);
-  const files = listCaseFiles(join(repoRoot, 'tests/cases'));
   const cases = [];
+  const unreadable = [];
   let all = 0;
-  for (const file of files) {
-    const json = JSON.parse(readFileSync(file, 'utf8'));
-    // Validation cases (expect_error) are the tests' business; they may not even load.
-    const valid = (Array.isArray(json) ? json : [json]).filter((c) => !c.expect_error);
-    for (const c of valid.map(normalizeCase)) {
-      all++;
-      if (!c.name.includes(opts.filter)) continue;
-      cases.push({ c, file: Array.isArray(json) ? null : file });
+  if (!existsSync(opts.cases)) usageError(`--cases: ${opts.cases} does not exist`);
+  for (const file of listCaseFiles(opts.cases)) {
+    try {
+      const json = JSON.parse(readFileSync(file, 'utf8'));
+      listCases(json).forEach((raw, index) => {
+        // Validation cases (expect_error) are the tests' business; they may not even load.
+        if (raw.expect_error !== undefined) return;
+        const c = normalizeCase(raw, index);
+        all++;
+        if (!c.name.includes(opts.filter)) return;
+        const expected = c.expected && Object.fromEntries(Object.entries(c.expected)
+          .map(([name, t]) => [name, materializeTensor(t, `expected.${name}`)]));
+        cases.push({ c, file: Array.isArray(json) ? null : file, expected });
+      });
+    } catch (err) {
+      // One bad file is reported by name and the rest still run.
+      unreadable.push(`  ${relative(process.cwd(), file)}: ${err.message}`);
     }
   }
-  if (cases.length === 0) usageError(`no case name contains "${opts.filter}" (${all} cases in tests/cases)`);
+  if (unreadable.length) console.error(`compare: case files that cannot be read:\n${unreadable.join('\n')}`);
+  if (cases.length === 0) usageError(`no case name contains "${opts.filter}" (${all} cases in ${relative(process.cwd(), opts.cases) || '.'})`);
   if (!cliAvailable()) throw new Error(`${defaultCli} is missing: run bash scripts/build.sh first`);
   const targets = [];
   for (const t of TARGETS) {
@@ -163,14 +190,14 @@ async function main() {
   const totals = Object.fromEntries(targets.map((t) => [t.label, {}]));
   const entries = [];
   const started = performance.now();
-  for (const [i, { c, file }] of cases.entries()) {
+  for (const [i, { c, file, expected }] of cases.entries()) {
     process.stderr.write(`[${i + 1}/${cases.length}] ${c.name} (${((performance.now() - started) / 1000).toFixed(0)} s)\n`);
     const ref = await runNative(file ?? c, { reference: true });
     const reference = ref.error === undefined ? ref.outputs : null;
     const referenceNote = reference ? '' : `no reference: ${ref.error}`;
     const rows = [];
     for (const t of targets) {
-      const row = await runTarget(t, c, file ?? undefined, opts, reference);
+      const row = await runTarget(t, c, file ?? undefined, opts, reference, expected);
       rows.push(row);
       totals[t.label][row.status] = (totals[t.label][row.status] ?? 0) + 1;
     }
@@ -182,14 +209,22 @@ async function main() {
   for (const t of targets) {
     console.log(`  ${t.label.padEnd(LABEL_WIDTH)} ${Object.entries(totals[t.label]).map(([k, v]) => `${v} ${k}`).join(', ')}`);
   }
-  const divergent = entries.flatMap(({ c, rows }) => rows.filter((r) => r.status === 'DIVERGES' || r.status === 'error')
+  const bad = (r) => r.status === 'DIVERGES' || r.status === 'error';
+  const divergent = entries.flatMap(({ c, rows }) => rows.filter(bad)
     .map((r) => `  ${c.name} on ${r.target}: ${r.status} ${r.detail}`));
   if (divergent.length) console.log(`\ndivergences and errors:\n${divergent.join('\n')}`);
   writeHtml(opts.out, entries, targets, totals, { repeat: opts.repeat, threads: opts.threads, date: new Date().toISOString() });
   console.log(`\nreport: ${relative(process.cwd(), opts.out)} (${cases.length} cases, ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+  const ours = entries.reduce((n, { rows }) => n + rows.filter((r, i) => bad(r) && isAttnkit(targets[i])).length, 0);
+  if (ours || unreadable.length) {
+    console.log(`compare: FAILED: ${ours} attnkit result(s) diverge or fail, ${unreadable.length} case file(s) unreadable`);
+    return 1;
+  }
+  console.log('compare: every attnkit target agrees with the reference (peers\' divergences, if any, are listed above)');
+  return 0;
 }
 
-main().then(() => process.exit(0), (err) => {
+main().then((code) => process.exit(code), (err) => {
   console.error(`compare: ${err.message}`);
   process.exit(1);
 });

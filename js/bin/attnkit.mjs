@@ -4,7 +4,7 @@
 // Exit codes as native: 0 ok, 2 invalid case or arguments (one line on stderr), 1 I/O or internal.
 import fs from 'node:fs';
 import { AttnkitError, createInstance, prepareCase } from '../index.js';
-import { tensorToJson } from '../case.js';
+import { listCases, tensorToJson } from '../case.js';
 
 const USAGE = `usage: attnkit.mjs run CASE.json --target wasm [--out OUT.json] [--threads N] [--isa NAME] [--path auto|naive|flash] [--case NAME|INDEX] [--build auto|simd-threaded|simd]
        attnkit.mjs bench CASE.json --target wasm [--iters N] [--warmup N] [--threads N] [--isa NAME] [--path ...] [--case NAME|INDEX] [--build ...]
@@ -30,6 +30,9 @@ function parseArgs(argv) {
       if (o.casePath) throw new UsageError(`unexpected argument "${arg}"\n${USAGE}`);
       o.casePath = arg;
       continue;
+    }
+    if (arg === '--reference') {
+      throw new UsageError('--reference: the fp64 reference runs natively only (build/native/attnkit run CASE.json --reference)');
     }
     const value = argv[++i];
     if (value === undefined) throw new UsageError(`${arg}: needs a value`);
@@ -67,10 +70,16 @@ function loadCases(o) {
   } catch (e) {
     throw new UsageError(`${o.casePath}: ${e.message}`);
   }
+  let list;
+  try {
+    list = listCases(doc);
+  } catch (e) {
+    throw new UsageError(e.message);
+  }
   const many = Array.isArray(doc) && o.caseSelector === undefined;
-  const all = (Array.isArray(doc) ? doc : [doc]).map((c, index) => ({
+  const all = list.map((c, index) => ({
     c,
-    name: typeof c?.name === 'string' ? c.name : `#${index}`,
+    name: typeof c.name === 'string' ? c.name : `#${index}`,
   }));
   if (o.caseSelector === undefined) return { many, cases: all };
   let picked = all.find((e) => e.name === o.caseSelector);

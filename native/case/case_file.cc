@@ -130,8 +130,19 @@ Status fill_from_random(const std::string& name, const JsonValue& spec, DType dt
   const JsonValue* seed_json = spec.find("seed");
   uint64_t state;
   if (!seed_json) return fail(name, "random.seed is required");
-  if (!(seed_json->is_string() ? decimal_uint64(seed_json->as_string(), &state) : seed_json->as_uint64(&state)))
-    return fail(name, "random.seed must be an integer in [0, 2^64)");
+  const std::string range = "random.seed must be an integer in [0, 2^64)";
+  if (seed_json->is_number()) {
+    // A JSON number reads as a double in JavaScript: above 2^53 - 1 it would seed other tensors there, so it is
+    // refused here too, with the JS package's words (judged on the double, as JS sees it).
+    const double d = seed_json->as_double();
+    if (!seed_json->as_uint64(&state) || state > (uint64_t{1} << 53) - 1) {
+      const bool lost_digits = d == std::floor(d) && d > 0 && d < 18446744073709551616.0;
+      return fail(name, lost_digits ? range + "; above 2^53 - 1 a number has lost digits in JavaScript: write it " +
+                                          "as a decimal string" : range);
+    }
+  } else if (!seed_json->is_string() || !decimal_uint64(seed_json->as_string(), &state)) {
+    return fail(name, range);
+  }
   const JsonValue* low_json = spec.find("low");
   const JsonValue* high_json = spec.find("high");
   size_t n = static_cast<size_t>(t->elements());
@@ -268,7 +279,66 @@ Status build_tensor(const std::string& name, const JsonValue& json, Tensor* out)
   return Status::Ok();
 }
 
+namespace {
+
+// The outputs a case without "outputs" produces, as the op registry decides.
+std::vector<std::string> default_case_outputs(const std::string& op, bool has_past) {
+  if (op.find("QAttention") != std::string::npos) {
+    return has_past ? std::vector<std::string>{"output", "present"} : std::vector<std::string>{"output"};
+  }
+  return {"output", "present_key", "present_value"};
+}
+
+// The fields after the tensors: what a comparison checks the results against, and notes for people and peers.
+// A misspelt or mistyped one is refused, so a check the writer meant is never silently dropped.
+Status check_case_annotations(const JsonValue& json, const std::string& op, bool has_past,
+                              const std::vector<std::string>& outputs) {
+  if (const JsonValue* expected = json.find("expected")) {
+    if (!expected->is_object()) return Status::Error("expected: must be an object of named tensors");
+    const std::vector<std::string> produced = outputs.empty() ? default_case_outputs(op, has_past) : outputs;
+    for (const auto& m : expected->members()) {
+      if (std::find(produced.begin(), produced.end(), m.first) == produced.end()) {
+        std::string list;
+        for (const std::string& p : produced) list += (list.empty() ? "" : ", ") + p;
+        return Status::Error("expected." + m.first + ": not an output this case produces (" + list + ")");
+      }
+    }
+  }
+  if (const JsonValue* tolerance = json.find("tolerance")) {
+    if (!tolerance->is_object()) return Status::Error("tolerance: must be an object {atol, rtol}");
+    for (const auto& m : tolerance->members()) {
+      if (m.first != "atol" && m.first != "rtol") {
+        return Status::Error("tolerance." + m.first + ": not a field of tolerance (atol, rtol)");
+      }
+      if (!m.second.is_number() || !(m.second.as_double() >= 0) || !std::isfinite(m.second.as_double())) {
+        return Status::Error("tolerance." + m.first + ": must be a non-negative number");
+      }
+    }
+  }
+  for (const char* field : {"expect_error", "note"}) {
+    const JsonValue* v = json.find(field);
+    if (v && !v->is_string()) return Status::Error(std::string(field) + ": must be a string");
+  }
+  if (const JsonValue* ort = json.find("ort")) {
+    const std::string text = ort->is_string() ? ort->as_string() : "";
+    if (text.rfind("skip:", 0) != 0 && text.rfind("skip-cpu:", 0) != 0) {
+      return Status::Error("ort: must be \"skip: why\" or \"skip-cpu: why\"");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status build_case(const JsonValue& json, size_t index, Case* out) {
+  static const char* const kFields[] = {"name",     "op",        "attrs",        "inputs", "outputs",
+                                        "expected", "tolerance", "expect_error", "ort",    "note"};
+  for (const auto& m : json.members()) {
+    if (std::none_of(std::begin(kFields), std::end(kFields), [&](const char* f) { return m.first == f; })) {
+      return Status::Error("\"" + m.first + "\" is not a field of a case (name, op, attrs, inputs, outputs, expected, " +
+                           "tolerance, expect_error, ort, note)");
+    }
+  }
   Case c;
   const JsonValue* name = json.find("name");
   if (name && !name->is_string()) return Status::Error("name: must be a string");
@@ -285,11 +355,6 @@ Status build_case(const JsonValue& json, size_t index, Case* out) {
   }
   const JsonValue* inputs = json.find("inputs");
   if (!inputs || !inputs->is_object()) return Status::Error("inputs: required (an object of named tensors)");
-  for (const auto& m : inputs->members()) {
-    Tensor t;
-    ATTNKIT_RETURN_IF_ERROR(build_tensor(m.first, m.second, &t));
-    c.inputs.emplace_back(m.first, std::move(t));
-  }
   if (const JsonValue* outputs = json.find("outputs")) {
     if (!outputs->is_array() || (outputs->is_number_array() && outputs->size() > 0)) {
       return Status::Error("outputs: must be an array of output names");
@@ -298,6 +363,13 @@ Status build_case(const JsonValue& json, size_t index, Case* out) {
       if (!outputs->at(i).is_string()) return Status::Error("outputs: must be an array of output names");
       c.outputs.push_back(outputs->at(i).as_string());
     }
+  }
+  // The envelope before the tensors, in the JS package's order, so both name the same first problem.
+  ATTNKIT_RETURN_IF_ERROR(check_case_annotations(json, c.op, inputs->find("past") != nullptr, c.outputs));
+  for (const auto& m : inputs->members()) {
+    Tensor t;
+    ATTNKIT_RETURN_IF_ERROR(build_tensor(m.first, m.second, &t));
+    c.inputs.emplace_back(m.first, std::move(t));
   }
   *out = std::move(c);
   return Status::Ok();

@@ -78,6 +78,21 @@ test('compareTensors reports max abs/rel, the worst element and the allclose ver
   assert.equal(compareTensors({ ...a, shape: [1, 3] }, e).ok, false);
 });
 
+test('compareTensors: NaN matches NaN and an infinity only itself, whatever the tolerance', () => {
+  const f32 = (...v) => ({ dtype: 'float32', shape: [v.length], data: Float32Array.from(v) });
+  const loose = { atol: 1, rtol: 1 };
+  assert.equal(compareTensors(f32(Infinity, NaN, 0.5), f32(Infinity, NaN, 0.5), loose).ok, true);
+  for (const got of [0, -Infinity, 3e38, NaN]) {
+    const r = compareTensors(f32(got, 0.5), f32(Infinity, 0.5), loose);
+    assert.equal(r.ok, false, `${got} passed for Infinity`);
+    assert.equal(r.worstIndex, 0);
+    assert.equal(r.mismatches, 1);
+  }
+  assert.equal(compareTensors(f32(Infinity, 0.5), f32(1, 0.5), loose).ok, false);
+  // An infinite element does not make every finite difference "relatively" zero.
+  assert.equal(compareTensors(f32(Infinity, 0.75), f32(Infinity, 0.5), { atol: 0, rtol: 0 }).maxRel, 0.5);
+});
+
 test('windowCacheHeldRows selects the rows a window cache holds (spec §2.9)', () => {
   // Capacity 4, window 2: past 4 tokens the oldest 3 go at once. 6 tokens hold 3 rows, 2 tokens 2, 7 tokens 4.
   const shape = [3, 1, 4, 2];

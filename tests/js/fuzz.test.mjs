@@ -14,7 +14,7 @@ import { floatToBf16, floatToF16, materializeTensor, normalizeCase, ortSkipReaso
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, runNative } from '../../js/targets/native.js';
 import { ORT_NODE, ortNodeSaturates, runOrt } from '../../js/targets/ort.js';
-import { gqaReferenceTolerance, ortTolerance, qattentionReferenceTolerance } from './reference_tolerance.mjs';
+import { gqaReferenceTolerance, ortTolerance, qattentionReferenceTolerance } from '../../js/tolerance.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 1);
 const CASES = Number(process.env.FUZZ_CASES ?? 24);

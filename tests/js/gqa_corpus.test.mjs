@@ -11,7 +11,7 @@ import { normalizeCase, ortSkipReason } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, repoRoot, runNative } from '../../js/targets/native.js';
 import { ORT_NODE, runOrt } from '../../js/targets/ort.js';
-import { gqaReferenceTolerance } from './reference_tolerance.mjs';
+import { gqaReferenceTolerance } from '../../js/tolerance.js';
 
 const caseDir = join(repoRoot, 'tests/cases/gqa');
 // Every case as { file, case }: `file` is the case's own file, or the case object itself when its file holds

@@ -148,6 +148,33 @@ describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
     }
   });
 
+  test('a case file\'s problems read the same on both CLIs; --reference is refused with where to find it', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attnkit-cli-files-'));
+    const good = JSON.parse(fs.readFileSync(valid.file, 'utf8'));
+    const named = { ...good, name: 'user/broken', inputs: { ...good.inputs, query: { dtype: 'float32', shape: [-1] } } };
+    const files = { 'not-object.json': [good, 'x'], 'named.json': [good, named], 'number.json': 5 };
+    const expected = {
+      'not-object.json': 'case #1: must be an object, got a string',
+      'named.json': 'case user/broken: query: shape[0] = -1 must be a non-negative integer',
+      'number.json': 'case file: must hold a case object or an array of them, got a number',
+    };
+    try {
+      for (const [file, doc] of Object.entries(files)) {
+        const full = path.join(dir, file);
+        fs.writeFileSync(full, JSON.stringify(doc));
+        const r = spawnSync(process.execPath, [bin, 'run', full, '--target', 'wasm'], { encoding: 'utf8' });
+        assert.equal(r.status, 2, `${file}: ${r.stderr}`);
+        assert.equal(r.stderr, `${expected[file]}\n`, file);
+        if (haveCli) assert.equal(spawnSync(cli, ['run', full], { encoding: 'utf8' }).stderr, r.stderr, file);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    const r = spawnSync(process.execPath, [bin, 'run', valid.file, '--reference'], { encoding: 'utf8' });
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /^--reference: the fp64 reference runs natively only \(build\/native\/attnkit run/);
+  });
+
   test('help prints the usage on stdout and exits 0', () => {
     for (const args of [['--help'], ['help'], ['run', 'case.json', '-h']]) {
       const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });

@@ -12,7 +12,7 @@ import { normalizeCase } from '../../js/case.js';
 import { compareOutputs, describeFailures } from '../../js/compare.js';
 import { cliAvailable, defaultCli, repoRoot, runNative } from '../../js/targets/native.js';
 import { ORT_NODE, ortNodeSaturates, runOrt } from '../../js/targets/ort.js';
-import { qattentionReferenceTolerance } from './reference_tolerance.mjs';
+import { qattentionReferenceTolerance } from '../../js/tolerance.js';
 
 const caseDir = join(repoRoot, 'tests/cases/qattention');
 const corpus = readdirSync(caseDir).filter((f) => f.endsWith('.json')).sort()

@@ -86,13 +86,16 @@ TEST(CaseFile, RandomFloatsAndIntegersFollowTheFormula) {
   // int64's full range: span 2^64, so the value is low + u.
   Tensor l = tensor_ok(R"({"dtype":"int64","shape":[1],"random":{"seed":7}})");
   EXPECT_EQ(element<int64_t>(l, 0), INT64_MIN + static_cast<int64_t>(u7[0]));
-  // Seeds beyond 2^53 are read exactly.
-  Tensor big = tensor_ok(R"({"dtype":"uint8","shape":[1],"random":{"seed":18446744073709551615}})");
+  // Seeds beyond 2^53 are read exactly when spelled as decimal strings, the form JavaScript reads exactly too.
+  Tensor big = tensor_ok(R"({"dtype":"uint8","shape":[1],"random":{"seed":"18446744073709551615"}})");
   uint64_t state = UINT64_MAX;
   EXPECT_EQ(element<uint8_t>(big, 0), splitmix64_next(&state) % 256);
-  // So are seeds spelled as decimal strings, the form that JavaScript reads exactly too.
-  Tensor spelled = tensor_ok(R"({"dtype":"uint8","shape":[1],"random":{"seed":"18446744073709551615"}})");
-  EXPECT_EQ(element<uint8_t>(spelled, 0), element<uint8_t>(big, 0));
+  // As JSON numbers they are refused, as in JavaScript, where they would seed another tensor.
+  EXPECT_EQ(tensor_error(R"({"dtype":"uint8","shape":[1],"random":{"seed":18446744073709551615}})"),
+            "query: random.seed must be an integer in [0, 2^64)");  // 2^64 as JavaScript reads it
+  EXPECT_EQ(tensor_error(R"({"dtype":"uint8","shape":[1],"random":{"seed":9007199254740993}})"),
+            "query: random.seed must be an integer in [0, 2^64); above 2^53 - 1 a number has lost digits in "
+            "JavaScript: write it as a decimal string");
 }
 
 TEST(CaseFile, RandomHalfPrecisionRoundsFromDouble) {

@@ -241,7 +241,9 @@ TEST_F(Cli, InvalidCasesExitTwoWithTheirMessage) {
   const char* names[] = {"unknown-attribute", "fractional-int-attribute", "string-attribute-not-string",
                          "unknown-input",     "unknown-output",           "unknown-dtype",
                          "data-length",       "bad-base64",               "int-data-not-integer",
-                         "unknown-op"};
+                         "unknown-op",        "misspelt-case-field",      "tolerance-as-text",
+                         "tolerance-field",   "expected-not-produced",    "ort-note",
+                         "seed-number-above-2-53"};
   for (const char* n : names) {
     std::string path = cases_dir() + "cli-invalid-" + n + ".json";
     JsonValue c = json_of(slurp(path));
