@@ -398,6 +398,12 @@ for (const [bits, type] of [[8, 'PER_TENSOR'], [4, 'PER_CHANNEL']]) {
 // A scale of +inf (float32 bytes 00 00 80 7f) is refused; ORT runs it into NaN rows.
 e('v-scale-infinite', { S: 4, past: 0, H: 16, cacheDtype: 'int8', quant: { type: 'PER_TENSOR', bits: 8 },
   mutate: (c) => { c.inputs.v_scale = { dtype: 'float32', shape: [1], base64: 'AACAfw==' }; } }, 'v_scale[0] = inf');
+// Spellings ORT 1.31 runs as another (spec §1, §2.1): a negative softcap is none, and smooth_softmax beside a
+// head_sink is the sink alone. And a total between past + new rows and beyond, which ORT 1.31 refuses.
+gqa({ name: 'softcap/negative-is-off', S: 1, past: 9, attrs: { softcap: -3 } });
+gqa({ name: 'sink/head-sink-with-smooth-softmax', S: 6, sink: true, attrs: { smooth_softmax: 1 } });
+e('total-beyond-past-plus-new', { S: 1, past: 4, seqlens: [4], T: 8 },
+  'total_sequence_length must equal past_sequence_length + kv_sequence_length');
 
 const all = writeAll();
 console.log(`${all.length} cases written to ${dir}`);

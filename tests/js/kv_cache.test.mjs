@@ -156,13 +156,15 @@ async function checkSharedFormMatchesOrdinary(build, cacheDtype, attrs, extra) {
     const B = S === 1 ? 2 : 1;  // chunked prefill over a past takes batch 1 (ORT's rule)
     const float = cacheDtype === 'float32';
     const past = (seed, rows) => random(cacheDtype, [B, Nk, rows, columns], seed, float ? -1 : 0, float ? 1 : 127);
-    const padded = { past_key: past(300, P + 1), past_value: past(301, P + 1) };
+    // A buffer with room for the new rows (ORT's static cache: a total within it), and its first P rows.
+    const rows = P + S;
+    const padded = { past_key: past(300, rows), past_value: past(301, rows) };
     const exact = {};
     for (const name of ['past_key', 'past_value']) {
       const { data, shape } = padded[name];
       const kept = new data.constructor(B * Nk * P * columns);
       for (let h = 0; h < B * Nk; h++) {
-        kept.set(data.subarray(h * (P + 1) * columns, (h * (P + 1) + P) * columns), h * P * columns);
+        kept.set(data.subarray(h * rows * columns, (h * rows + P) * columns), h * P * columns);
       }
       exact[name] = { data: kept, shape: [shape[0], shape[1], P, shape[3]] };
     }

@@ -171,7 +171,7 @@ TEST(CApi, InvalidInputsReturnTwoWithOneLine) {
   expect_invalid("GroupQueryAttention", R"({"num_heads":4,"kv_num_heads":2,"scale":"NaN"})", in, nullptr,
                  "scale = nan must be finite");
   expect_invalid("GroupQueryAttention", R"({"num_heads":4,"kv_num_heads":2,"softcap":"Infinity"})", in, nullptr,
-                 "softcap = inf must be finite and >= 0");
+                 "softcap = inf must be finite (0 or less: off)");
   expect_invalid("GroupQueryAttention", R"({"num_heads":4,"kv_num_heads":2,"k_quant_type":1})", in, nullptr,
                  "k_quant_type: attribute must be a string, got a number");
   expect_invalid("GroupQueryAttention", attrs, in, "output,bogus",

@@ -232,6 +232,25 @@ TEST(GqaOp, PromptsSpanSeveralFlashTasks) {
   }
 }
 
+// Attribute spellings ORT 1.31 runs as another: a negative softcap is no softcap (spec §1), and smooth_softmax
+// beside a head_sink is the head_sink alone (spec §2.1: the sink is head_sink[h]); same bits on both paths.
+TEST(GqaOp, NegativeSoftcapAndSmoothSoftmaxBesideASinkAreTheirOrtMeanings) {
+  const CacheKind none{"NONE", 0};
+  GqaCase base = build({2, 1, 5, 4, 2, 64, kPlain, DType::kFloat32, none, "B2 S1 P5"}, 21);
+  base.set("head_sink", random_tensor(DType::kFloat32, {4}, 22));
+  GqaCase spelled = base;
+  spelled.attrs.softcap = -3.0f;
+  spelled.attrs.smooth_softmax = 1;
+  for (AttentionPath path : {AttentionPath::kNaive, AttentionPath::kFlash}) {
+    GqaOutputs want, got, unused;
+    ASSERT_NO_FATAL_FAILURE(
+        run_one_and_three_threads(base.inputs(), base.attrs, base.request, path, &want, &unused));
+    ASSERT_NO_FATAL_FAILURE(
+        run_one_and_three_threads(spelled.inputs(), spelled.attrs, spelled.request, path, &got, &unused));
+    EXPECT_TRUE(same_bytes(want.output, got.output)) << static_cast<int>(path);
+  }
+}
+
 TEST(GqaOp, FlashBlockKeysMustBeAMultipleOf16) {
   const CacheKind none{"NONE", 0};
   GqaCase c = build({1, 40, 0, 4, 2, 64, kPlain, DType::kFloat32, none, "S40"}, 5);

@@ -112,7 +112,7 @@ TEST(GqaValidate, Attributes) {
     c.attrs.causal = 0, c.attrs.local_window_size = 2;
     expect_error(c, "local_window_size must be -1 when causal = 0");
   }
-  { GqaCase c = prompt(); c.attrs.softcap = -1.0f; expect_error(c, "softcap"); }
+  { GqaCase c = prompt(); c.attrs.softcap = std::nanf(""); expect_error(c, "softcap = nan must be finite (0 or less: off)"); }
   { GqaCase c = prompt(); c.attrs.scale = NAN; expect_error(c, "scale"); }
   { GqaCase c = prompt(); c.attrs.do_rotary = 2; expect_error(c, "do_rotary = 2"); }
   { GqaCase c = prompt(); c.attrs.rotary_interleaved = 5; expect_error(c, "rotary_interleaved = 5"); }
@@ -383,7 +383,7 @@ TEST(GqaValidate, SeqlensAndTotal) {
   {
     GqaCase c = prompt();
     c.set("total_sequence_length", int_tensor<int32_t>(DType::kInt32, {2}, {4, 4}));
-    expect_error(c, "total_sequence_length must be a scalar or have one element");
+    expect_error(c, "total_sequence_length must be a scalar or a 1-D tensor of one element");
   }
   {
     GqaCase c = prompt();
@@ -587,31 +587,32 @@ TEST(GqaValidate, HeadSink) {
   { GqaCase c = decode(); c.set("head_sink", random_tensor(DType::kFloat32, {1, 4}, 1)); expect_error(c, "head_sink: rank must be 1"); }
   { GqaCase c = decode(); c.set("head_sink", random_tensor(DType::kFloat16, {4}, 1)); expect_error(c, "head_sink: dtype must be float32"); }
   { GqaCase c = decode(); c.set("head_sink", random_tensor(DType::kFloat32, {2}, 1)); expect_error(c, "head_sink: dim 0 must equal num_heads 4, got 2"); }
-  {
-    GqaCase c = decode();
-    c.set("head_sink", random_tensor(DType::kFloat32, {4}, 1));
-    c.attrs.smooth_softmax = 1;
-    expect_error(c, "head_sink: cannot be used together with smooth_softmax = 1");
+}
+
+// A token over a static cache of T rows (ORT's shared buffer, never read here: its data pointer is fake).
+GqaCase over_static_cache(int64_t heads, int64_t kv_heads, int64_t total) {
+  static const float fake = 0.0f;
+  CaseSpec s;
+  s.heads = heads, s.kv_heads = kv_heads, s.total = total;
+  s.seqlens = {0};
+  GqaCase c = make_case(s);
+  for (const char* name : {"past_key", "past_value"}) {
+    c.raw_views[name] = TensorView{DType::kFloat32, {1, kv_heads, total, s.head_size}, &fake};
   }
+  return c;
 }
 
 TEST(GqaValidate, HugeOutputsAreRefusedBeforeAllocation) {
   {
-    // output_qk (1, 4096, 1, 2^21) float32 = 32 GiB; the inputs themselves are small.
-    CaseSpec s;
-    s.heads = 4096, s.kv_heads = 1, s.total = int64_t(1) << 21;
-    s.seqlens = {0};
-    GqaCase c = make_case(s);
+    // output_qk (1, 4096, 1, 2^21) float32 = 32 GiB; the inputs that are read are small.
+    GqaCase c = over_static_cache(4096, 1, int64_t(1) << 21);
     c.attrs.qk_output = 1;
     c.request.output_qk = true;
     expect_error(c, "output_qk: 34359738368 bytes exceeds the 16 GiB limit");
   }
   {
     // present (1, 1024, 2^26, 8) float32 = 2^41 bytes.
-    CaseSpec s;
-    s.heads = 1024, s.kv_heads = 1024, s.total = int64_t(1) << 26;
-    s.seqlens = {0};
-    GqaCase c = make_case(s);
+    GqaCase c = over_static_cache(1024, 1024, int64_t(1) << 26);
     expect_error(c, "present_key: 2199023255552 bytes exceeds the 16 GiB limit");
   }
 }

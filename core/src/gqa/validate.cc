@@ -112,8 +112,9 @@ Status check_attributes(const GqaAttributes& a, const GqaRequest& request, GqaPr
     return fail("local_window_size = 0 leaves no visible key; use -1 (off) or a positive window");
   if (a.causal == 0 && a.local_window_size != -1)
     return fail("local_window_size must be -1 when causal = 0, got " + str(a.local_window_size));
-  if (!(a.softcap >= 0.0f) || std::isinf(a.softcap))
-    return fail("softcap = " + std::to_string(a.softcap) + " must be finite and >= 0");
+  // 0 or less is off, as in ORT's kernel (spec §1); NaN and inf would make every score NaN.
+  if (!std::isfinite(a.softcap))
+    return fail("softcap = " + std::to_string(a.softcap) + " must be finite (0 or less: off)");
   if (!std::isfinite(a.scale)) return fail("scale = " + std::to_string(a.scale) + " must be finite");
   if (a.do_rotary != 0 && a.do_rotary != 1)
     return fail("do_rotary = " + str(a.do_rotary) + " must be 0 or 1");
@@ -307,7 +308,7 @@ Status check_lengths_inputs(const GqaInputs& in, GqaProblem* p) {
   const TensorView& ts = *in.total_sequence_length;
   ATTNKIT_RETURN_IF_ERROR(expect_dtype(ts, "total_sequence_length", DType::kInt32, ""));
   if (ts.shape.size() > 1 || ts.elements() != 1)
-    return fail("total_sequence_length must be a scalar or have one element, got shape " +
+    return fail("total_sequence_length must be a scalar or a 1-D tensor of one element, got shape " +
                 shape_to_string(ts.shape));
   p->total = *ts.as<int32_t>();
   if (p->total <= 0)
@@ -371,6 +372,11 @@ Status derive_lengths(const GqaInputs& in, GqaProblem* p) {
       p->causal_offset[b] = pb;
     }
   }
+  // After the per-entry rules, which say more. ORT 1.31 sizes a grown present as past + new rows exactly; a total between them, or beyond, it refuses.
+  if (!p->window_cache && t > m && t != m + p->kv_seq)
+    return fail("total_sequence_length must equal past_sequence_length + kv_sequence_length for a dynamic cache, "
+                "or be no greater than past_sequence_length for a static cache; got total_sequence_length = " +
+                str(t) + ", past_sequence_length = " + str(m) + ", kv_sequence_length = " + str(p->kv_seq));
   return Status::Ok();
 }
 
@@ -471,9 +477,8 @@ Status check_bias_and_sink(const GqaInputs& in, const GqaAttributes& a, GqaProbl
     ATTNKIT_RETURN_IF_ERROR(expect_rank(sink, "head_sink", 1));
     ATTNKIT_RETURN_IF_ERROR(expect_dtype(sink, "head_sink", p->dtype, " like query"));
     ATTNKIT_RETURN_IF_ERROR(expect_dim(sink, "head_sink", 0, p->heads, "num_heads"));
-    if (a.smooth_softmax == 1)
-      return fail("head_sink: cannot be used together with smooth_softmax = 1");
   }
+  // With both, the sink is head_sink's (smooth_softmax's is 0), as ORT 1.31 runs it (spec §2.1).
   p->use_sink = a.smooth_softmax == 1 || in.head_sink != nullptr;
   return Status::Ok();
 }
