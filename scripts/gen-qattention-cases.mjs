@@ -147,7 +147,7 @@ bad('weight-float', 'weight: must be int8 or uint8', (c) => { c.inputs.weight.dt
 bad('weight-rows-mismatch', 'weight: dim 0 must equal input_hidden_size', (c) => { c.inputs.weight.shape = [7, 24]; });
 bad('weight-columns-not-3d', 'weight: dim 1 must be 3 * hidden_size', (c) => { c.inputs.weight.shape = [8, 25]; c.inputs.bias.shape = [25]; });
 bad('bias-length', 'bias: must be (3 * hidden_size)', (c) => { c.inputs.bias.shape = [23]; });
-bad('bias-float16', 'bias: must be float32', (c) => { c.inputs.bias.dtype = 'float16'; });
+bad('bias-bfloat16', 'bias: must be float32 or float16, got bfloat16', (c) => { c.inputs.bias.dtype = 'bfloat16'; });
 bad('input-scale-two-elements', 'input_scale: must be a scalar or one element', (c) => { c.inputs.input_scale = dat('float32', [2], [0.1, 0.1]); });
 bad('weight-scale-wrong-length', 'weight_scale: must be a scalar, one element or (3 * hidden_size)', (c) => { c.inputs.weight_scale = rnd('float32', [8]); });
 bad('input-zero-point-int8', 'input_zero_point: must be uint8', (c) => { c.inputs.input_zero_point = dat('int8', [], [1]); });
@@ -177,6 +177,18 @@ qa({ name: 'mask/filter-value-minus-infinity-fully-masked', B: 2, S: 3, N: 2, H:
 // row is NaN under a -inf filter value).
 qa({ name: 'mask/b-1-is-the-mask-when-the-total-is-1', B: 2, S: 1, N: 2, H: 8, mask: i32([2, 1], [0, 1]),
   attrs: { mask_filter_value: '-Infinity' } });
+
+// float16 bias, scales and past (appended last): ORT's CPU EP runs its float32 kernel between casts, and so does
+// attnkit, so both round the same float32 results; those differ by at most 1e-5 relative (TOL), so the float16
+// outputs land at most one float16 step (2^-10 relative) apart.
+const TOL_FLOAT16 = { atol: 1e-3, rtol: 1e-3 };
+const toFloat16 = (c) => {
+  for (const k of ['bias', 'input_scale', 'weight_scale', 'past']) if (c.inputs[k]) c.inputs[k].dtype = 'float16';
+};
+qa({ name: 'float16/prompt', B: 2, S: 5, N: 2, H: 16, izp: true, tol: TOL_FLOAT16, mutate: toFloat16 });
+qa({ name: 'float16/past-mask-unidirectional-per-column', B: 2, S: 3, P: 5, N: 2, H: 8, perColumn: true, wzp: true,
+  mask: i32([2], [8, 6]), attrs: { unidirectional: 1 }, tol: TOL_FLOAT16, mutate: toFloat16 });
+bad('float16-scale-unlike-bias', 'input_scale: must be float16, got float32 (like bias)', (c) => { c.inputs.bias.dtype = 'float16'; });
 
 mkdirSync(dir, { recursive: true });
 for (const f of readdirSync(dir)) if (f.endsWith('.json')) unlinkSync(`${dir}${f}`);

@@ -4,7 +4,8 @@
 //  - a padding-masked score is fl32(fl32(score) + mask_filter_value): ORT adds the mask inside its fp32
 //    GEMM, so a fully masked row's logits are rounded to ~1e-3 steps and its softmax differs from the
 //    unmasked one by up to ~1e-4; modelling it keeps the reference within 1e-6 of ORT there too.
-// The causal exclusion is the value -FLT_MAX (overwriting, not adding), as in ORT's PrepareMask.
+// The causal exclusion is the value -FLT_MAX (overwriting, not adding), as in ORT's PrepareMask. float16 runs
+// through float32, as ORT's CPU EP runs it.
 #include "qattention_reference.h"
 
 #include <algorithm>
@@ -18,6 +19,12 @@ Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& a
                    const QAttentionRequest& request, QAttentionReferenceResult* result) {
   QAttentionProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
+  if (p.dtype == DType::kFloat16) {  // float32 between casts, as ORT's CPU EP runs it; present rounded to float16
+    QAttentionFloat32Inputs wide(inputs);
+    ATTNKIT_RETURN_IF_ERROR(q_attention(wide.inputs, attrs, request, result));
+    if (request.present) result->present = rounded_to_float16(result->present);
+    return Status::Ok();
+  }
   const int64_t B = p.batch, S = p.seq, Di = p.input_hidden, D = p.hidden, N = p.heads, H = p.head_size;
   const int64_t P = p.past, T = p.total, C = 3 * D;
 

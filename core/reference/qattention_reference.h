@@ -13,7 +13,7 @@ namespace reference {
 struct QAttentionReferenceResult {
   std::vector<double> output;  // (B, S, D)
   Shape output_shape;
-  Tensor present;              // (2, B, N, P + S, H) float32 when requested, else empty
+  Tensor present;              // (2, B, N, P + S, H) in the call's dtype when requested, else empty
 };
 
 Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,

@@ -12,6 +12,7 @@
 
 #include "attnkit/qattention.h"
 #include "attnkit/schema.h"
+#include "common/half.h"
 #include "dispatch.h"
 #include "qattention/problem.h"
 #include "qattention_reference.h"
@@ -374,7 +375,7 @@ TEST(QAttention, ValidationRejectsEveryBrokenRule) {
       {"weight: dim 0 must equal input_hidden_size", [](Built* t, auto*, auto*) { t->vw.shape = {7, 24}; }},
       {"weight: dim 1 must be 3 * hidden_size", [](Built* t, auto*, auto*) { t->vw.shape = {8, 25}; }},
       {"bias: must be (3 * hidden_size)", [](Built* t, auto*, auto*) { t->vbias.shape = {23}; }},
-      {"bias: must be float32", [](Built* t, auto*, auto*) { t->vbias.dtype = DType::kFloat16; }},
+      {"bias: must be float32 or float16, got bfloat16", [](Built* t, auto*, auto*) { t->vbias.dtype = DType::kBFloat16; }},
       {"input_scale: must be a scalar or one element", [](Built* t, auto*, auto*) { t->vxs.shape = {2}; }},
       {"weight_scale: must be a scalar, one element or (3 * hidden_size)", [](Built* t, auto*, auto*) { t->vws.shape = {8}; }},
       {"input_zero_point: must be uint8", [](Built* t, auto*, auto*) {
@@ -477,6 +478,55 @@ TEST(QAttention, IgnoredDummyMaskAndClampedPositions) {
   ASSERT_TRUE(q_attention(t.in, t.attrs, QAttentionRequest{}, &beyond).ok());
   EXPECT_EQ(plain.output.storage, dummy.output.storage);
   EXPECT_EQ(plain.output.storage, beyond.output.storage);
+}
+
+// float16 is ORT's float32 kernel between casts: the float32 op's bits on the widened values, each output rounded
+// once to nearest even; the schema's peak scratch is the call's; the in-place form (and so the cache) refuses it.
+TEST(QAttention, Float16IsTheFloat32OpBetweenCasts) {
+  Spec s;
+  s.B = 2, s.S = 5, s.P = 3, s.N = 2, s.H = 16, s.per_column = true, s.unidirectional = true, s.mask = Mask::kEnd;
+  Built t;
+  build(s, &t);
+  // float16 values, which the float32 call then sees exactly as the float16 one widens them.
+  std::vector<uint16_t> halves[4];
+  std::vector<float>* floats[4] = {&t.bias, &t.xs, &t.ws, &t.past};
+  TensorView* wide_views[4] = {&t.vbias, &t.vxs, &t.vws, &t.vpast};
+  TensorView half_views[4];
+  QAttentionInputs half = t.in;
+  const TensorView** half_slots[4] = {&half.bias, &half.input_scale, &half.weight_scale, &half.past};
+  for (int i = 0; i < 4; ++i) {
+    for (float& v : *floats[i]) {
+      halves[i].push_back(float_to_f16(v));
+      v = f16_to_float(halves[i].back());
+    }
+    half_views[i] = TensorView{DType::kFloat16, wide_views[i]->shape, halves[i].data()};
+    *half_slots[i] = &half_views[i];
+  }
+  QAttentionOutputs want, got;
+  ASSERT_TRUE(q_attention(t.in, t.attrs, QAttentionRequest{true}, &want).ok());
+  size_t peak = 0;
+  RunOptions options;
+  options.threads = 3;
+  options.peak_scratch_bytes = &peak;
+  const Status st = q_attention(half, t.attrs, QAttentionRequest{true}, &got, options);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(got.output.dtype, DType::kFloat16);
+  EXPECT_EQ(got.present.dtype, DType::kFloat16);
+  EXPECT_EQ(got.output.storage, rounded_to_float16(want.output).storage);
+  EXPECT_EQ(got.present.storage, rounded_to_float16(want.present).storage);
+  size_t predicted = 0;
+  ASSERT_TRUE(qattention_peak_scratch_bytes(half, t.attrs, QAttentionRequest{true}, 3, &predicted).ok());
+  EXPECT_EQ(predicted, peak);
+  QAttentionOutputShapes shapes;
+  ASSERT_TRUE(qattention_output_shapes(half, t.attrs, QAttentionRequest{true}, &shapes).ok());
+  EXPECT_EQ(shapes.output.dtype, DType::kFloat16);
+  QAttentionOutputs in_place;
+  const Status refused = q_attention_in_place(half, t.attrs, &in_place, RunOptions(), 0);
+  EXPECT_NE(refused.message().find("float16 runs through the stateless q_attention only"), std::string::npos)
+      << refused.message();
+  half.input_scale = &t.vxs;
+  EXPECT_EQ(q_attention(half, t.attrs, QAttentionRequest{true}, &got).message(),
+            "input_scale: must be float16, got float32 (like bias)");
 }
 
 }  // namespace

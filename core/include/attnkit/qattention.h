@@ -1,6 +1,7 @@
 // attnkit: com.microsoft.QAttention, the C++ API.
 // Inputs, attributes and outputs carry ORT's names and layouts (spec/ort-semantics.md §4): uint8
-// activations, int8/uint8 weight, float32 everything else; results match ORT's CPU EP (1.30 and 1.31).
+// activations, int8/uint8 weight, float32 everything else (or float16: bias, scales, past and outputs together,
+// computed in float32 and rounded, as ORT's CPU EP runs it); results match ORT's CPU EP (1.30 and 1.31).
 #pragma once
 #include <cstddef>
 
@@ -24,7 +25,7 @@ struct QAttentionAttributes {
 struct QAttentionInputs {
   const TensorView* input = nullptr;              // (B, S, D_i) uint8
   const TensorView* weight = nullptr;             // (D_i, 3D) int8 | uint8
-  const TensorView* bias = nullptr;               // (3D) float32
+  const TensorView* bias = nullptr;               // (3D) float32, or float16 (then so are the scales and past)
   const TensorView* input_scale = nullptr;        // scalar or [1] float32
   const TensorView* weight_scale = nullptr;       // scalar, [1] or (3D) float32
   const TensorView* mask_index = nullptr;         // int32: (B), (2B), (B, T), (B, S, T), (B, 1) / (1, 1) ignored
@@ -39,8 +40,8 @@ struct QAttentionRequest {
 };
 
 struct QAttentionOutputs {
-  Tensor output;   // (B, S, D) float32
-  Tensor present;  // (2, B, N, P + S, H) float32, keys first
+  Tensor output;   // (B, S, D) float32 (float16 for a float16 call)
+  Tensor present;  // (2, B, N, P + S, H) like output, keys first
 };
 
 Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& attrs,

@@ -31,6 +31,7 @@ struct QAttentionProblem {
   int64_t head_size = 0;     // H = D / N
   int64_t past = 0;          // P (0 without past)
   int64_t total = 0;         // T = P + S
+  DType dtype = DType::kFloat32;  // bias, scales, past and the outputs: float32, or float16 (run through float32)
   bool in_place = false;     // q_attention_in_place: past is (2, B, N, C, H), C >= T, and is the present
   int64_t present_rows = 0;  // rows per head in present: T, or in place the past buffer's C
 
@@ -52,6 +53,25 @@ struct QAttentionProblem {
   // Whether the padding mask hides key j from query i of batch entry b (causal excluded).
   bool key_masked(int64_t b, int64_t i, int64_t j) const;
 };
+
+// A float16 call's inputs with bias, scales and past widened to float32 copies (the rest viewed as given): ORT's
+// CPU EP runs float16 QAttention so, through its float32 kernel between casts. Neither copyable nor movable, since
+// `inputs` points into it.
+class QAttentionFloat32Inputs {
+ public:
+  explicit QAttentionFloat32Inputs(const QAttentionInputs& half);
+  QAttentionFloat32Inputs(const QAttentionFloat32Inputs&) = delete;
+  QAttentionFloat32Inputs& operator=(const QAttentionFloat32Inputs&) = delete;
+
+  QAttentionInputs inputs;
+
+ private:
+  Tensor bias_, input_scale_, weight_scale_, past_;
+  TensorView views_[4];
+};
+
+// A float32 result rounded to float16, nearest even.
+Tensor rounded_to_float16(const Tensor& wide);
 
 // Checks every shape, dtype, attribute and data-dependent rule and derives the problem. Errors name
 // the input or attribute and the rule. Never reads out of bounds; rejects sizes that would overflow or

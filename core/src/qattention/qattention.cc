@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attnkit/qattention.h"
+#include "common/half.h"
 #include "common/tensor_storage.h"
 #include "common/thread_pool.h"
 #include "dispatch.h"
@@ -333,7 +334,18 @@ QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable
     const uint64_t attention = lay.attention_floats * workers + lay.shared_panel_floats * heads * p.batch;
     lay.peak_scratch_bytes = fixed + std::max<uint64_t>(gemm_bytes, attention * sizeof(float));
   }
+  lay.peak_scratch_bytes += qattention_float16_staging_bytes(p);
   return lay;
+}
+
+uint64_t qattention_float16_staging_bytes(const QAttentionProblem& p) {
+  if (p.dtype != DType::kFloat16) return 0;
+  const TensorView& in_ws = *p.inputs->weight_scale;
+  const uint64_t inputs = 3 * static_cast<uint64_t>(p.hidden) + 1 + static_cast<uint64_t>(in_ws.elements()) +
+                          (p.inputs->past ? static_cast<uint64_t>(p.inputs->past->elements()) : 0);
+  const uint64_t outputs = static_cast<uint64_t>(p.batch) * p.seq * p.hidden +
+                           (p.request.present ? 2 * static_cast<uint64_t>(p.batch) * p.heads * p.total * p.head_size : 0);
+  return (inputs + outputs) * sizeof(float);
 }
 
 namespace {
@@ -434,7 +446,63 @@ Status run_validated(const QAttentionProblem& p, const QAttentionRequest& reques
 
 }  // namespace
 
+QAttentionFloat32Inputs::QAttentionFloat32Inputs(const QAttentionInputs& half) : inputs(half) {
+  const std::pair<const TensorView**, Tensor*> staged[] = {{&inputs.bias, &bias_},
+                                                           {&inputs.input_scale, &input_scale_},
+                                                           {&inputs.weight_scale, &weight_scale_},
+                                                           {&inputs.past, &past_}};
+  for (int i = 0; i < 4; ++i) {
+    const auto [view, wide] = staged[i];
+    if (!*view || (*view)->dtype != DType::kFloat16) continue;
+    wide->reset_uninitialized(DType::kFloat32, (*view)->shape);
+    const uint16_t* from = (*view)->as<uint16_t>();
+    float* to = wide->as<float>();
+    for (int64_t e = 0; e < wide->elements(); ++e) to[e] = f16_to_float(from[e]);
+    views_[i] = wide->view();
+    *view = &views_[i];
+  }
+}
+
+Tensor rounded_to_float16(const Tensor& wide) {
+  Tensor half;
+  half.reset_uninitialized(DType::kFloat16, wide.shape);
+  const float* from = wide.as<float>();
+  uint16_t* to = half.as<uint16_t>();
+  for (int64_t i = 0; i < wide.elements(); ++i) to[i] = float_to_f16(from[i]);
+  return half;
+}
+
 namespace {
+
+// ORT's CPU EP has a float32 QAttention kernel only and runs a float16 node between casts (its
+// InsertCastTransformer): bias, scales and past widened, output and present rounded to nearest even. So does
+// this, which gives its bits.
+Status run_float16(const QAttentionProblem& p, const QAttentionAttributes& attrs, const QAttentionRequest& request,
+                   QAttentionOutputs* outputs, const RunOptions& options) {
+  const QAttentionInputs& in = *p.inputs;
+  const uint64_t staging = qattention_float16_staging_bytes(p);
+  const auto out_of_memory = [&] {
+    return Status::OutOfMemory("out of memory: a float16 QAttention needs " + std::to_string(staging) +
+                               " bytes of float32 copies");
+  };
+  if (staging > std::numeric_limits<size_t>::max() / 2) return out_of_memory();
+  size_t inner_peak = 0;
+  RunOptions inner = options;
+  inner.peak_scratch_bytes = &inner_peak;
+  try {
+    QAttentionFloat32Inputs wide(in);
+    QAttentionOutputs out32;
+    ATTNKIT_RETURN_IF_ERROR(q_attention(wide.inputs, attrs, request, &out32, inner));
+    outputs->output = rounded_to_float16(out32.output);
+    outputs->present = request.present ? rounded_to_float16(out32.present) : Tensor();
+  } catch (const std::bad_alloc&) {
+    return out_of_memory();
+  } catch (const std::length_error&) {  // a vector past its max_size (2 GiB on wasm32)
+    return out_of_memory();
+  }
+  if (options.peak_scratch_bytes) *options.peak_scratch_bytes = inner_peak + static_cast<size_t>(staging);
+  return Status::Ok();
+}
 
 bool inputs_view(const QAttentionInputs& in, const QAttentionOutputs& out) {
   return inputs_view_outputs({in.input, in.weight, in.bias, in.input_scale, in.weight_scale, in.mask_index,
@@ -455,6 +523,7 @@ Status q_attention(const QAttentionInputs& inputs, const QAttentionAttributes& a
   }
   QAttentionProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
+  if (p.dtype == DType::kFloat16) return run_float16(p, attrs, request, outputs, options);
   return run_validated(p, request, outputs, options);
 }
 

@@ -18,8 +18,8 @@ Status qattention_output_shapes(const QAttentionInputs& inputs, const QAttention
   if (!shapes) return Status::Error("shapes must not be null");
   QAttentionProblem p;
   ATTNKIT_RETURN_IF_ERROR(validate_qattention(inputs, attrs, request, &p));
-  shapes->output = {true, DType::kFloat32, {p.batch, p.seq, p.hidden}};
-  shapes->present = {request.present, DType::kFloat32, {2, p.batch, p.heads, p.total, p.head_size}};
+  shapes->output = {true, p.dtype, {p.batch, p.seq, p.hidden}};
+  shapes->present = {request.present, p.dtype, {2, p.batch, p.heads, p.total, p.head_size}};
   return Status::Ok();
 }
 

@@ -43,4 +43,7 @@ struct QAttentionLayout {
 
 QAttentionLayout qattention_layout(const QAttentionProblem& p, const KernelTable& kt, int threads);
 
+// A float16 call's float32 copies of bias, scales and past, and its float32 outputs before rounding; 0 for float32.
+uint64_t qattention_float16_staging_bytes(const QAttentionProblem& p);
+
 }  // namespace attnkit

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "common/half.h"
 #include "common/tensor_storage.h"
 #include "gemm_u8x8/gemm_u8x8.h"
 #include "qattention/problem.h"
@@ -231,18 +232,26 @@ Status validate_qattention(const QAttentionInputs& in, const QAttentionAttribute
   const int64_t columns = 3 * p->hidden;
 
   const TensorView& bias = *in.bias;
-  ATTNKIT_RETURN_IF_ERROR(require_dtype("bias", bias, DType::kFloat32, "the CPU kernel is float32 only"));
+  if (bias.dtype != DType::kFloat32 && bias.dtype != DType::kFloat16) {
+    return fail(std::string("bias: must be float32 or float16, got ") + dtype_name(bias.dtype));
+  }
+  p->dtype = bias.dtype;
+  if (p->dtype == DType::kFloat16 && in_place) {
+    return fail("bias: float16 runs through the stateless q_attention only (in float32, as ORT's CPU EP runs it); "
+                "the in-place form and QAttentionKvCache take float32");
+  }
   if (bias.shape.size() != 1 || bias.shape[0] != columns) {
     return fail("bias: must be (3 * hidden_size) = (" + std::to_string(columns) + "), got shape " + dims(bias));
   }
 
-  ATTNKIT_RETURN_IF_ERROR(require_dtype("input_scale", *in.input_scale, DType::kFloat32, ""));
+  ATTNKIT_RETURN_IF_ERROR(require_dtype("input_scale", *in.input_scale, p->dtype, "like bias"));
   if (!one_element(*in.input_scale)) {
     return fail("input_scale: must be a scalar or one element, got shape " + dims(*in.input_scale));
   }
-  p->input_scale = in.input_scale->as<float>()[0];
+  p->input_scale = p->dtype == DType::kFloat16 ? f16_to_float(in.input_scale->as<uint16_t>()[0])
+                                               : in.input_scale->as<float>()[0];
 
-  ATTNKIT_RETURN_IF_ERROR(require_dtype("weight_scale", *in.weight_scale, DType::kFloat32, ""));
+  ATTNKIT_RETURN_IF_ERROR(require_dtype("weight_scale", *in.weight_scale, p->dtype, "like bias"));
   ATTNKIT_RETURN_IF_ERROR(check_per_column("weight_scale", *in.weight_scale, columns, &p->per_column_scale));
 
   if (in.input_zero_point) {
@@ -260,7 +269,7 @@ Status validate_qattention(const QAttentionInputs& in, const QAttentionAttribute
 
   if (in.past) {
     const TensorView& past = *in.past;
-    ATTNKIT_RETURN_IF_ERROR(require_dtype("past", past, DType::kFloat32, ""));
+    ATTNKIT_RETURN_IF_ERROR(require_dtype("past", past, p->dtype, "like bias"));
     ATTNKIT_RETURN_IF_ERROR(require_rank("past", past, 5, "(2, batch, num_heads, past_sequence_length, head_size)"));
     if (past.shape[0] != 2 || past.shape[1] != p->batch || past.shape[2] != p->heads ||
         past.shape[4] != p->head_size) {
