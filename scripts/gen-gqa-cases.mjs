@@ -404,6 +404,12 @@ gqa({ name: 'softcap/negative-is-off', S: 1, past: 9, attrs: { softcap: -3 } });
 gqa({ name: 'sink/head-sink-with-smooth-softmax', S: 6, sink: true, attrs: { smooth_softmax: 1 } });
 e('total-beyond-past-plus-new', { S: 1, past: 4, seqlens: [4], T: 8 },
   'total_sequence_length must equal past_sequence_length + kv_sequence_length');
+// A 16-bit key is rotated, held in its dtype and quantized from there, as ORT does: quantizing the fp32 rotation
+// put 30 of these 4096 int8 keys one step off ORT's.
+gqa({ name: 'quant/fp16-rotary-int8-prompt', dtype: F16, S: 64, N: 2, Nk: 1, H: 64, past: 0, rotary: { maxPos: 64 },
+  cacheDtype: 'int8', quant: { type: 'PER_TENSOR', bits: 8 }, note: QNOTE });
+gqa({ name: 'quant/fp16-rotary-int8-per-channel-decode', dtype: F16, B: 2, S: 1, past: 20, N: 8, Nk: 4, H: 128,
+  rotary: {}, cacheDtype: 'int8', quant: { type: 'PER_CHANNEL', bits: 8 }, note: QNOTE });
 
 const all = writeAll();
 console.log(`${all.length} cases written to ${dir}`);

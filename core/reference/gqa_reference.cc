@@ -112,7 +112,11 @@ void build_present(const GqaProblem& p, Part part, Tensor* present) {
       for (int64_t l = 0; l < p.kv_seq; ++l) {
         std::vector<float> x = load_head_row(p, part, b, l, g);
         if (part == Part::kKey && p.qk_norm) rms_normalize(p, p.inputs->k_norm_weight, x.data());
-        if (part == Part::kKey && p.rotary) rotate(p, p.positions[b * p.seq + l], x.data());
+        if (part == Part::kKey && p.rotary) {
+          rotate(p, p.positions[b * p.seq + l], x.data());
+          // ORT holds the rotated key in T and quantizes that (a float cache stores it so anyway).
+          for (float& v : x) v = round_to(p.dtype, v);
+        }
         uint8_t* row = dst + (p.past_len[b] + l) * row_bytes;
         if (p.quant == KvQuant::kNone) {
           for (int64_t d = 0; d < p.head_size; ++d) store_float(row, p.cache_dtype, d, x[d]);

@@ -111,6 +111,13 @@ void store_cache_row(const GqaProblem& p, const KernelTable& kt, const float* x,
   }
 }
 
+// ORT holds a rotated query or key in T: a 16-bit one is rounded once, before it is scored or quantized.
+void round_through_dtype(const GqaProblem& p, const KernelTable& kt, float* row, uint16_t* staging) {
+  if (!is_16bit_float(p.dtype)) return;
+  store_float_row(kt, row, static_cast<size_t>(p.head_size), p.dtype, staging, 0);
+  load_float_row(kt, staging, p.dtype, 0, static_cast<size_t>(p.head_size), row);
+}
+
 }  // namespace
 
 void prefetch_bytes(const void* address, size_t bytes, bool for_write) {
@@ -137,11 +144,7 @@ void load_query_row(const GqaProblem& p, const KernelTable& kt, int64_t b, int64
   if (!p.rotary) return;
   if (p.qk_norm) rms_normalize(p, p.q_norm_weight.data(), row);
   rotate_row(p, kt, p.positions[b * p.seq + s], row, work);
-  if (is_16bit_float(p.dtype)) {
-    uint16_t* rounded = reinterpret_cast<uint16_t*>(work + p.rotary_dim);
-    store_float_row(kt, row, H, p.dtype, rounded, 0);
-    load_float_row(kt, rounded, p.dtype, 0, H, row);
-  }
+  round_through_dtype(p, kt, row, reinterpret_cast<uint16_t*>(work + p.rotary_dim));
 }
 
 void fill_past_rows(const GqaProblem& p, int64_t b, int64_t g, int64_t r0, int64_t r1, uint8_t* present_key,
@@ -170,11 +173,12 @@ void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, i
   const int64_t row_heads = p.packed_qkv ? p.heads + 2 * Nk : Nk;
   // One buffer for the converted row, the rotary angles and the inverse scales (an allocation per array showed in
   // short decode steps' profiles on wasm).
-  std::vector<float> buffer(static_cast<size_t>(3 * H + p.rotary_dim));
+  std::vector<float> buffer(static_cast<size_t>(4 * H + p.rotary_dim));
   float* const row = buffer.data();
   float* const inv_k = row + H;
   float* const inv_v = inv_k + H;
   float* const cs = inv_v + H;
+  uint16_t* const staging = reinterpret_cast<uint16_t*>(cs + p.rotary_dim);
   if (p.quant != KvQuant::kNone) {
     inverse_scales(p, p.inputs->k_scale, g, inv_k);
     inverse_scales(p, p.inputs->v_scale, g, inv_v);
@@ -207,7 +211,11 @@ void write_new_rows(const GqaProblem& p, const KernelTable& kt, bool in_place, i
       } else {
         load_float_row(kt, input->data, p.dtype, offset, H, row);
         if (kv == 0 && p.qk_norm) rms_normalize(p, p.k_norm_weight.data(), row);
-        if (kv == 0 && p.rotary) rotate_row(p, kt, p.positions[b * p.seq + s], row, cs);
+        if (kv == 0 && p.rotary) {
+          rotate_row(p, kt, p.positions[b * p.seq + s], row, cs);
+          // A float cache rounds it as it stores it; a quantized one quantizes the rounded key, as ORT does.
+          if (p.quant != KvQuant::kNone) round_through_dtype(p, kt, row, staging);
+        }
       }
       store_cache_row(p, kt, x, kv == 0 ? inv_k : inv_v, dst + dst_row * row_bytes);
     }
