@@ -349,7 +349,9 @@ function defaultOutputs(op, inputs) {
   return ['output', 'present_key', 'present_value'];
 }
 
-const CASE_FIELDS = ['name', 'op', 'attrs', 'inputs', 'outputs', 'expected', 'tolerance', 'expect_error', 'ort', 'note'];
+const CASE_FIELDS = [
+  'name', 'op', 'attrs', 'inputs', 'outputs', 'expected', 'tolerance', 'expect_error', 'ort', 'note',
+];
 
 // As native's JsonValue::type_name: for messages about a value of the wrong kind.
 export function jsonTypeName(v) {
@@ -372,7 +374,9 @@ function checkAnnotations(obj, outputs) {
   if (obj.tolerance !== undefined) {
     if (!isPlainObject(obj.tolerance)) throw new CaseError('tolerance: must be an object {atol, rtol}');
     for (const [key, v] of Object.entries(obj.tolerance)) {
-      if (key !== 'atol' && key !== 'rtol') throw new CaseError(`tolerance.${key}: not a field of tolerance (atol, rtol)`);
+      if (key !== 'atol' && key !== 'rtol') {
+        throw new CaseError(`tolerance.${key}: not a field of tolerance (atol, rtol)`);
+      }
       if (typeof v !== 'number' || !(v >= 0) || !Number.isFinite(v)) {
         throw new CaseError(`tolerance.${key}: must be a non-negative number`);
       }
@@ -409,7 +413,8 @@ export function normalizeCase(obj, index = 0) {
   // An empty list asks for the defaults, as in the op call.
   const outputs = (obj.outputs?.length ? obj.outputs : defaultOutputs(op, obj.inputs)).slice();
   checkAnnotations(obj, outputs);
-  return { ...obj, name: obj.name ?? `#${index}`, op, attrs: { ...(obj.attrs ?? {}) }, inputs: { ...obj.inputs }, outputs };
+  const attrs = { ...(obj.attrs ?? {}) };
+  return { ...obj, name: obj.name ?? `#${index}`, op, attrs, inputs: { ...obj.inputs }, outputs };
 }
 
 // The case objects of a parsed file, as native's list_cases: the document itself, or its array's elements.

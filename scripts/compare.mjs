@@ -177,7 +177,8 @@ async function main() {
     }
   }
   if (unreadable.length) console.error(`compare: case files that cannot be read:\n${unreadable.join('\n')}`);
-  if (cases.length === 0) usageError(`no case name contains "${opts.filter}" (${all} cases in ${relative(process.cwd(), opts.cases) || '.'})`);
+  const where = relative(process.cwd(), opts.cases) || '.';
+  if (cases.length === 0) usageError(`no case name contains "${opts.filter}" (${all} cases in ${where})`);
   if (!cliAvailable()) throw new Error(`${defaultCli} is missing: run bash scripts/build.sh first`);
   const targets = [];
   for (const t of TARGETS) {
@@ -217,10 +218,12 @@ async function main() {
   console.log(`\nreport: ${relative(process.cwd(), opts.out)} (${cases.length} cases, ${((performance.now() - started) / 1000).toFixed(1)} s)`);
   const ours = entries.reduce((n, { rows }) => n + rows.filter((r, i) => bad(r) && isAttnkit(targets[i])).length, 0);
   if (ours || unreadable.length) {
-    console.log(`compare: FAILED: ${ours} attnkit result(s) diverge or fail, ${unreadable.length} case file(s) unreadable`);
+    console.log(`compare: FAILED: ${ours} attnkit result(s) diverge or fail, ` +
+      `${unreadable.length} case file(s) unreadable`);
     return 1;
   }
-  console.log('compare: every attnkit target agrees with the reference (peers\' divergences, if any, are listed above)');
+  console.log('compare: every attnkit target agrees with the reference ' +
+    '(peers\' divergences, if any, are listed above)');
   return 0;
 }
 

@@ -32,7 +32,8 @@ function parseArgs(argv) {
       continue;
     }
     if (arg === '--reference') {
-      throw new UsageError('--reference: the fp64 reference runs natively only (build/native/attnkit run CASE.json --reference)');
+      throw new UsageError(
+        '--reference: the fp64 reference runs natively only (build/native/attnkit run CASE.json --reference)');
     }
     const value = argv[++i];
     if (value === undefined) throw new UsageError(`${arg}: needs a value`);

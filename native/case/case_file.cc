@@ -335,8 +335,8 @@ Status build_case(const JsonValue& json, size_t index, Case* out) {
                                         "expected", "tolerance", "expect_error", "ort",    "note"};
   for (const auto& m : json.members()) {
     if (std::none_of(std::begin(kFields), std::end(kFields), [&](const char* f) { return m.first == f; })) {
-      return Status::Error("\"" + m.first + "\" is not a field of a case (name, op, attrs, inputs, outputs, expected, " +
-                           "tolerance, expect_error, ort, note)");
+      return Status::Error("\"" + m.first + "\" is not a field of a case (name, op, attrs, inputs, outputs, " +
+                           "expected, tolerance, expect_error, ort, note)");
     }
   }
   Case c;

@@ -61,7 +61,8 @@ function maskRows(index, bias) {
 // with some probability. Always valid: the corpus covers the validation rules.
 function gqaCase(g, index) {
   const dtype = g.pick(['float32', 'float32', 'float32', 'float16', 'bfloat16']);
-  const bits = dtype === 'float32' && g.chance(0.5) ? g.pick([4, 8]) : 0;
+  // 16-bit activations over quantized caches too: a rotated 16-bit key is rounded to its dtype before quantizing.
+  const bits = g.chance(dtype === 'float32' ? 0.5 : 0.35) ? g.pick([4, 8]) : 0;
   const Nk = g.pick([1, 2, 4]), N = Nk * g.pick([1, 2, 3, 4, 7]), H = g.pick([8, 16, 32, 48, 64, 80, 96, 128, 256]);
   const mode = g.pick(['prompt', 'decode', 'decode', 'chunk']);
   const B = mode === 'chunk' ? 1 : g.int(1, 3);

@@ -151,7 +151,8 @@ describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
   test('a case file\'s problems read the same on both CLIs; --reference is refused with where to find it', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attnkit-cli-files-'));
     const good = JSON.parse(fs.readFileSync(valid.file, 'utf8'));
-    const named = { ...good, name: 'user/broken', inputs: { ...good.inputs, query: { dtype: 'float32', shape: [-1] } } };
+    const broken = { ...good.inputs, query: { dtype: 'float32', shape: [-1] } };
+    const named = { ...good, name: 'user/broken', inputs: broken };
     const files = { 'not-object.json': [good, 'x'], 'named.json': [good, named], 'number.json': 5 };
     const expected = {
       'not-object.json': 'case #1: must be an object, got a string',

@@ -49,21 +49,26 @@ test('npm run bench and npm start: --help before installing anything, unknown ar
 
 // A user's own folder of cases: fp16 without a tolerance (judged by the anchors, not fp32's 1e-5), a case whose
 // expected output is wrong, and a file that is not JSON.
-test('compare.mjs --cases: a wrong expected output or an unreadable file fails the run, and the rest still run', () => {
+test('compare.mjs --cases: a wrong expected output or an unreadable file fails the run; the rest still run', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attnkit-user-cases-'));
   const tensor = (dtype, shape, seed) => ({ dtype, shape, random: { seed } });
+  const ints = (shape, values) => ({ dtype: 'int32', shape, data: values });
   const gqa = (name, dtype, extra = {}) => ({
     name, op: 'GroupQueryAttention', attrs: { num_heads: 2, kv_num_heads: 1 },
-    inputs: { query: tensor(dtype, [1, 3, 32], 1), key: tensor(dtype, [1, 3, 16], 2), value: tensor(dtype, [1, 3, 16], 3),
-      seqlens_k: { dtype: 'int32', shape: [1], data: [2] }, total_sequence_length: { dtype: 'int32', shape: [], data: [3] } },
+    inputs: {
+      query: tensor(dtype, [1, 3, 32], 1), key: tensor(dtype, [1, 3, 16], 2), value: tensor(dtype, [1, 3, 16], 3),
+      seqlens_k: ints([1], [2]), total_sequence_length: ints([], [3]),
+    },
     ...extra,
   });
-  const write = (file, value) => fs.writeFileSync(path.join(dir, file), typeof value === 'string' ? value : JSON.stringify(value));
+  const write = (file, value) =>
+    fs.writeFileSync(path.join(dir, file), typeof value === 'string' ? value : JSON.stringify(value));
+  const hundreds = { dtype: 'float32', shape: [1, 3, 32], data: new Array(96).fill(100) };
   try {
     write('a-fp16.json', gqa('user/fp16', 'float16'));
-    write('b-expected.json', gqa('user/expected', 'float32',
-      { outputs: ['output'], expected: { output: { dtype: 'float32', shape: [1, 3, 32], data: new Array(96).fill(100) } } }));
-    const args = ['--cases', dir, '--targets', 'attnkit-native', '--repeat', '1', '--out', path.join(dir, 'report.html')];
+    write('b-expected.json', gqa('user/expected', 'float32', { outputs: ['output'], expected: { output: hundreds } }));
+    const report = path.join(dir, 'report.html');
+    const args = ['--cases', dir, '--targets', 'attnkit-native', '--repeat', '1', '--out', report];
     const good = run('scripts/compare.mjs', ...args, '--filter', 'fp16');
     assert.equal(good.status, 0, good.stdout + good.stderr);
     assert.match(good.stdout, /attnkit native +1 ok/);
@@ -71,7 +76,8 @@ test('compare.mjs --cases: a wrong expected output or an unreadable file fails t
     const bad = run('scripts/compare.mjs', ...args);
     assert.equal(bad.status, 1, bad.stdout + bad.stderr);
     assert.match(bad.stderr, /c-broken\.json: /);
-    assert.match(bad.stdout, /user\/expected on attnkit native: DIVERGES vs expected: output: element \d+: got .*, expected 100/);
+    assert.match(bad.stdout,
+      /user\/expected on attnkit native: DIVERGES vs expected: output: element \d+: got .*, expected 100/);
     assert.match(bad.stdout, /attnkit native +1 ok, 1 DIVERGES/);
     assert.match(bad.stdout, /FAILED: 1 attnkit result\(s\) diverge or fail, 1 case file\(s\) unreadable/);
   } finally {

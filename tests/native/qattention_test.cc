@@ -375,7 +375,8 @@ TEST(QAttention, ValidationRejectsEveryBrokenRule) {
       {"weight: dim 0 must equal input_hidden_size", [](Built* t, auto*, auto*) { t->vw.shape = {7, 24}; }},
       {"weight: dim 1 must be 3 * hidden_size", [](Built* t, auto*, auto*) { t->vw.shape = {8, 25}; }},
       {"bias: must be (3 * hidden_size)", [](Built* t, auto*, auto*) { t->vbias.shape = {23}; }},
-      {"bias: must be float32 or float16, got bfloat16", [](Built* t, auto*, auto*) { t->vbias.dtype = DType::kBFloat16; }},
+      {"bias: must be float32 or float16, got bfloat16",
+       [](Built* t, auto*, auto*) { t->vbias.dtype = DType::kBFloat16; }},
       {"input_scale: must be a scalar or one element", [](Built* t, auto*, auto*) { t->vxs.shape = {2}; }},
       {"weight_scale: must be a scalar, one element or (3 * hidden_size)", [](Built* t, auto*, auto*) { t->vws.shape = {8}; }},
       {"input_zero_point: must be uint8", [](Built* t, auto*, auto*) {

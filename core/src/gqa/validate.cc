@@ -372,7 +372,8 @@ Status derive_lengths(const GqaInputs& in, GqaProblem* p) {
       p->causal_offset[b] = pb;
     }
   }
-  // After the per-entry rules, which say more. ORT 1.31 sizes a grown present as past + new rows exactly; a total between them, or beyond, it refuses.
+  // After the per-entry rules, which say more. ORT 1.31 sizes a grown present as past + new rows exactly; a total
+  // between them, or beyond, it refuses.
   if (!p->window_cache && t > m && t != m + p->kv_seq)
     return fail("total_sequence_length must equal past_sequence_length + kv_sequence_length for a dynamic cache, "
                 "or be no greater than past_sequence_length for a static cache; got total_sequence_length = " +

@@ -343,8 +343,8 @@ uint64_t qattention_float16_staging_bytes(const QAttentionProblem& p) {
   const TensorView& in_ws = *p.inputs->weight_scale;
   const uint64_t inputs = 3 * static_cast<uint64_t>(p.hidden) + 1 + static_cast<uint64_t>(in_ws.elements()) +
                           (p.inputs->past ? static_cast<uint64_t>(p.inputs->past->elements()) : 0);
-  const uint64_t outputs = static_cast<uint64_t>(p.batch) * p.seq * p.hidden +
-                           (p.request.present ? 2 * static_cast<uint64_t>(p.batch) * p.heads * p.total * p.head_size : 0);
+  const uint64_t present = 2 * static_cast<uint64_t>(p.batch) * p.heads * p.total * p.head_size;
+  const uint64_t outputs = static_cast<uint64_t>(p.batch) * p.seq * p.hidden + (p.request.present ? present : 0);
   return (inputs + outputs) * sizeof(float);
 }
 
