@@ -357,8 +357,10 @@ const CASE_FIELDS = [
 export function jsonTypeName(v) {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
-  return { boolean: 'a boolean', number: 'a number', string: 'a string' }[typeof v] ?? 'an object';
+  return { boolean: 'a boolean', number: 'a number', string: 'a string', object: 'an object' }[typeof v] ?? typeof v;
 }
+
+const isPlainObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 // The fields after the tensors (as native's check_case_annotations): a misspelt or mistyped one is refused, so a
 // check the writer meant is never silently dropped.
@@ -389,8 +391,6 @@ function checkAnnotations(obj, outputs) {
     throw new CaseError('ort: must be "skip: why" or "skip-cpu: why"');
   }
 }
-
-const isPlainObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 // Validates the envelope of a case (as native/case/case_file.cc does, same messages) and fills defaults;
 // tensors stay lazy until materializeInputs().
