@@ -102,14 +102,22 @@ export interface Info {
   memoryBytes: number;
 }
 
-/** A case object of the corpus format (DESIGN.md "The case format"). */
+/** A case object of the corpus format (DESIGN.md "The case format"); any other field is refused. */
 export interface CaseObject {
   name?: string;
-  op?: 'GroupQueryAttention' | 'QAttention';
+  op: 'GroupQueryAttention' | 'QAttention' | 'com.microsoft.GroupQueryAttention' | 'com.microsoft.QAttention';
   attrs?: Attributes;
   inputs: Record<string, object>;
   outputs?: string[];
-  [key: string]: unknown;
+  /** Outputs every target must match (npm start checks them), by output name. */
+  expected?: Record<string, object>;
+  /** For ORT and `expected`: |a - e| <= atol + rtol |e|. */
+  tolerance?: { atol?: number; rtol?: number };
+  /** A fragment of the message a case that must be refused gives. */
+  expect_error?: string;
+  /** "skip: why" where ORT cannot run the case, "skip-cpu: why" where only its WebGPU EP can. */
+  ort?: string;
+  note?: string;
 }
 
 /** What every call throws, with a one-line message; the instance goes on, unless the wasm module trapped (code 1,

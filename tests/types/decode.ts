@@ -155,6 +155,8 @@ export async function refusedByTheTypes(cache: attnkit.KvCache): Promise<void> {
   await attnkit.groupQueryAttention({ query: { data: new Float32Array(3) } }, attrs);
   // @ts-expect-error a string is not tensor data
   await attnkit.groupQueryAttention({ query: { data: 'abc', shape: [3] } }, attrs);
+  // @ts-expect-error a misspelt case field is refused, by the types as by the loader
+  await attnkit.runCase({ ...caseObject, tolerence: { atol: 1e-5 } });
 }
 
 attnkit.dispose();
