@@ -230,6 +230,7 @@ Status list_cases(const JsonValue& doc, std::vector<const JsonValue*>* cases) {
     return Status::Ok();
   }
   if (doc.is_array() && doc.size() == 0) return Status::Ok();
+  if (doc.is_number_array()) return Status::Error("case #0: must be an object, got a number");  // stored packed
   return Status::Error(std::string("case file: must hold a case object or an array of them, got ") +
                        JsonValue::type_name(doc.type()));
 }

@@ -7,6 +7,7 @@ import {
   base64ToBytes, bytesToBase64, compareTensors, f16ToFloat, floatToBf16, floatToF16, materializeTensor, splitmix64,
   ortSkipReason, tensorToJson, windowCacheHeldRows,
 } from '../../js/case.js';
+import { anchorTolerance, ortTolerance, peakOf } from '../../js/tolerance.js';
 
 test('splitmix64 matches the reference sequence for seed 0', () => {
   const gen = splitmix64(0);
@@ -76,6 +77,14 @@ test('compareTensors reports max abs/rel, the worst element and the allclose ver
   assert.equal(compareTensors(a, e, { atol: 0.1, rtol: 0.25 }).ok, true);
   assert.equal(compareTensors(a, e, { atol: 0, rtol: 0, include: (i) => i !== 1 }).ok, true);
   assert.equal(compareTensors({ ...a, shape: [1, 3] }, e).ok, false);
+});
+
+test('tolerances: peaks of decoded values (not fp16 bit patterns), finite only; QAttention float16 anchors', () => {
+  const f16 = { dtype: 'float16', shape: [3], data: Uint16Array.of(floatToF16(1), floatToF16(-2), 0x7e00) };
+  assert.equal(peakOf(f16), 2);
+  const qattention = { op: 'QAttention', inputs: { input: { dtype: 'uint8' }, bias: { dtype: 'float16' } } };
+  assert.deepEqual(anchorTolerance(qattention), { atol: 1e-2, rtol: 1e-2 });
+  assert.deepEqual(ortTolerance(qattention)('output', f16), { atol: 2e-2, rtol: 1e-2 });
 });
 
 test('compareTensors: NaN matches NaN and an infinity only itself, whatever the tolerance', () => {

@@ -153,11 +153,14 @@ describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
     const good = JSON.parse(fs.readFileSync(valid.file, 'utf8'));
     const broken = { ...good.inputs, query: { dtype: 'float32', shape: [-1] } };
     const named = { ...good, name: 'user/broken', inputs: broken };
-    const files = { 'not-object.json': [good, 'x'], 'named.json': [good, named], 'number.json': 5 };
+    const files = {
+      'not-object.json': [good, 'x'], 'named.json': [good, named], 'number.json': 5, 'numbers.json': [1],
+    };
     const expected = {
       'not-object.json': 'case #1: must be an object, got a string',
       'named.json': 'case user/broken: query: shape[0] = -1 must be a non-negative integer',
       'number.json': 'case file: must hold a case object or an array of them, got a number',
+      'numbers.json': 'case #0: must be an object, got a number',
     };
     try {
       for (const [file, doc] of Object.entries(files)) {

@@ -476,7 +476,7 @@ namespace {
 
 // ORT's CPU EP has a float32 QAttention kernel only and runs a float16 node between casts (its
 // InsertCastTransformer): bias, scales and past widened, output and present rounded to nearest even. So does
-// this, which gives its bits.
+// this: the two then differ only where their float32 results do.
 Status run_float16(const QAttentionProblem& p, const QAttentionAttributes& attrs, const QAttentionRequest& request,
                    QAttentionOutputs* outputs, const RunOptions& options) {
   const QAttentionInputs& in = *p.inputs;
