@@ -464,8 +464,8 @@ export function compareTensors(actual, expected, { atol = 0, rtol = 0, include =
     const ai = a[i];
     const ei = e[i];
     if (!Number.isFinite(ai) || !Number.isFinite(ei)) {
-      // NaN matches NaN and an infinity only itself: no tolerance spans an infinite difference.
-      if (Object.is(ai, ei) || (Number.isNaN(ai) && Number.isNaN(ei))) continue;
+      // NaN matches NaN (Object.is) and an infinity only itself: no tolerance spans an infinite difference.
+      if (Object.is(ai, ei)) continue;
       result.mismatches++;
       result.ok = false;
       result.maxAbs = Infinity;

@@ -14,7 +14,7 @@ struct GqaAttributes {
   int64_t num_heads = 0;            // required, > 0
   int64_t kv_num_heads = 0;         // required, > 0, divides num_heads
   float scale = 0.0f;               // 0: 1/sqrt(head_size)
-  float softcap = 0.0f;             // 0: off; finite and >= 0
+  float softcap = 0.0f;             // <= 0: off (as ORT); finite
   int64_t local_window_size = -1;   // -1: off; W keys including the current one
   int64_t do_rotary = 0;
   int64_t rotary_interleaved = 0;
