@@ -417,6 +417,35 @@ export function normalizeCase(obj, index = 0) {
   return { ...obj, name: obj.name ?? `#${index}`, op, attrs, inputs: { ...obj.inputs }, outputs };
 }
 
+// JSON.parse keeps the last of two equal keys, so a case naming "tolerance" twice would silently lose one. Native's
+// parser refuses duplicate keys; so does this, with its message (line and column of the second key).
+export function parseCaseJson(text) {
+  const doc = JSON.parse(text);
+  const open = [];  // per enclosing object the Set of its keys so far, per enclosing array null
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '{') open.push(new Set());
+    else if (ch === '[') open.push(null);
+    else if (ch === '}' || ch === ']') open.pop();
+    else if (ch === '"') {
+      const start = i;
+      for (i++; text[i] !== '"'; i++) if (text[i] === '\\') i++;
+      const keys = open[open.length - 1];
+      let next = i + 1;
+      while (' \t\r\n'.includes(text[next])) next++;
+      if (!keys || text[next] !== ':') continue;  // a string value, not a key
+      const key = JSON.parse(text.slice(start, i + 1));
+      if (keys.has(key)) {
+        const line = text.slice(0, start).split('\n').length;
+        const column = start - text.lastIndexOf('\n', start - 1);
+        throw new CaseError(`JSON line ${line}, column ${column}: duplicate key "${key}"`);
+      }
+      keys.add(key);
+    }
+  }
+  return doc;
+}
+
 // The case objects of a parsed file, as native's list_cases: the document itself, or its array's elements.
 export function listCases(doc) {
   if (isPlainObject(doc)) return [doc];

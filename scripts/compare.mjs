@@ -4,7 +4,7 @@
 // Exits 1 when an attnkit target diverges or fails, or a case file cannot be read; a peer's divergences are reported.
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { listCases, materializeTensor, normalizeCase } from '../js/case.js';
+import { listCases, materializeTensor, normalizeCase, parseCaseJson } from '../js/case.js';
 import { compareOutputs } from '../js/compare.js';
 import { TARGETS } from '../js/targets/index.js';
 import { attnkitTolerance, ortTolerance } from '../js/tolerance.js';
@@ -160,7 +160,7 @@ async function main() {
   if (!existsSync(opts.cases)) usageError(`--cases: ${opts.cases} does not exist`);
   for (const file of listCaseFiles(opts.cases)) {
     try {
-      const json = JSON.parse(readFileSync(file, 'utf8'));
+      const json = parseCaseJson(readFileSync(file, 'utf8'));
       listCases(json).forEach((raw, index) => {
         // Validation cases (expect_error) are the tests' business; they may not even load.
         if (raw.expect_error !== undefined) return;

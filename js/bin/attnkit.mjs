@@ -4,7 +4,7 @@
 // Exit codes as native: 0 ok, 2 invalid case or arguments (one line on stderr), 1 I/O or internal.
 import fs from 'node:fs';
 import { AttnkitError, createInstance, prepareCase } from '../index.js';
-import { listCases, tensorToJson } from '../case.js';
+import { listCases, parseCaseJson, tensorToJson } from '../case.js';
 
 const USAGE = `usage: attnkit.mjs run CASE.json --target wasm [--out OUT.json] [--threads N] [--isa NAME] [--path auto|naive|flash] [--case NAME|INDEX] [--build auto|simd-threaded|simd]
        attnkit.mjs bench CASE.json --target wasm [--iters N] [--warmup N] [--threads N] [--isa NAME] [--path ...] [--case NAME|INDEX] [--build ...]
@@ -67,7 +67,7 @@ function loadCases(o) {
   }
   let doc;
   try {
-    doc = JSON.parse(text);
+    doc = parseCaseJson(text);
   } catch (e) {
     throw new UsageError(`${o.casePath}: ${e.message}`);
   }

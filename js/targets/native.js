@@ -2,7 +2,7 @@
 // exercise exactly what users run. Returns outputs in the same { name: { dtype, shape, data } } form as the ORT target.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -85,10 +85,6 @@ export async function benchNative(caseOrPath, { cli = defaultCli, iters = 5, war
       return { error: `attnkit bench printed invalid JSON: ${err.message}`, exitCode: res.exitCode };
     }
   });
-}
-
-export async function readCaseFile(file) {
-  return JSON.parse(await readFile(file, 'utf8'));
 }
 
 // The cross-target comparison's view of this target: outputs from `run`, time from `bench` (median of `repeat`).

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   base64ToBytes, bytesToBase64, compareTensors, f16ToFloat, floatToBf16, floatToF16, materializeTensor, splitmix64,
-  ortSkipReason, tensorToJson, windowCacheHeldRows,
+  CaseError, ortSkipReason, parseCaseJson, tensorToJson, windowCacheHeldRows,
 } from '../../js/case.js';
 import { anchorTolerance, ortTolerance, peakOf } from '../../js/tolerance.js';
 
@@ -118,4 +118,17 @@ test('the "ort" field skips every EP, or with skip-cpu only the CPU and wasm EPs
   assert.equal(ortSkipReason({ ort: 'skip-cpu: refuses q_norm_weight' }, 'cpu'), 'refuses q_norm_weight');
   assert.equal(ortSkipReason({ ort: 'skip-cpu: refuses q_norm_weight' }, 'webgpu'), null);
   assert.equal(ortSkipReason({}, 'cpu'), null);
+});
+
+test('parseCaseJson refuses a duplicate key at any depth, as the native parser does', () => {
+  const dup = (text) => assert.throws(() => parseCaseJson(text), CaseError);
+  dup('{"op": "QAttention", "op": "QAttention"}');
+  dup('[{"a": 1}, {"inputs": {"q": {"random": {"seed": 1,\n "seed": 2}}}}]');
+  dup('{"op": 1, "\\u006fp": 2}');  // the same key once decoded
+  assert.throws(() => parseCaseJson('{"a": {}, "b": [1, {"x": 2}],\n  "a": 3}'),
+    { message: 'JSON line 2, column 3: duplicate key "a"' });
+  // Equal keys in sibling objects, and strings that look like keys or hold quotes and brackets, are fine.
+  const doc = '[{"a": 1, "b": {"a": 2}}, {"a": "\\"a\\": {[", "c": "a"}]';
+  assert.deepEqual(parseCaseJson(doc), JSON.parse(doc));
+  assert.throws(() => parseCaseJson('{"a": 1,'), SyntaxError);
 });

@@ -171,6 +171,13 @@ describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
         assert.equal(r.stderr, `${expected[file]}\n`, file);
         if (haveCli) assert.equal(spawnSync(cli, ['run', full], { encoding: 'utf8' }).stderr, r.stderr, file);
       }
+      // JSON.parse alone would keep the second note and run the case.
+      const duplicate = path.join(dir, 'duplicate.json');
+      fs.writeFileSync(duplicate, JSON.stringify(good).replace('{', '{"note": "a",\n "note": "b", '));
+      const r = spawnSync(process.execPath, [bin, 'run', duplicate, '--target', 'wasm'], { encoding: 'utf8' });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, /^\S+duplicate\.json: JSON line 2, column 2: duplicate key "note"\n$/);
+      if (haveCli) assert.equal(spawnSync(cli, ['run', duplicate], { encoding: 'utf8' }).stderr, r.stderr);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
