@@ -79,14 +79,19 @@ export function gqaShapeCase(name, { B = 1, N, Nk, H, S, P, cache = 'fp32', rota
     inputs.past_key = { dtype: CACHE_DTYPE[cache], shape: [B, Nk, rows, row], random: random(6) };
     inputs.past_value = { dtype: CACHE_DTYPE[cache], shape: [B, Nk, rows, row], random: random(7) };
   }
-  return { name, kind: S === 1 ? 'decode' : 'prefill', op: 'GroupQueryAttention', attrs, inputs,
-    outputs: ['output', 'present_key', 'present_value'] };
+  return { name, op: 'GroupQueryAttention', attrs, inputs, outputs: ['output', 'present_key', 'present_value'] };
+}
+
+// A bench case's kind: 'decode' (one new token: a GQA query or QAttention input of one row) or 'prefill'. Derived,
+// not stored: the case loaders refuse fields the case format does not define.
+export function benchKind(c) {
+  return (c.inputs.query ?? c.inputs.input).shape[1] === 1 ? 'decode' : 'prefill';
 }
 
 // Issue 3's GroupQueryAttention (N=16, Nk=8, H=128), B=1: `kind` 'prefill' (S = T, past 0) or 'decode' (S = 1 after
 // `past` tokens); cache 'fp32' | 'int8' | 'int4'.
 export function gqaCase(kind, S, past, cache) {
-  return { ...gqaShapeCase(`gqa/${kind} T=${past + S} ${cache}`, { ...GQA, S, P: past, cache }), kind };
+  return gqaShapeCase(`gqa/${kind} T=${past + S} ${cache}`, { ...GQA, S, P: past, cache });
 }
 
 // QAttention, issue 4's shape: B=1, D=768, N=12, u8 x s8 with per-column scale and zero point; `past` > 0 makes it
@@ -108,8 +113,16 @@ export function qattentionCase(S, past) {
     inputs.past = { dtype: 'float32', shape: [2, 1, N, past, D / N], ...rand(6) };
     outputs.push('present');
   }
-  return { name: `qattention S=${S}${past ? ` P=${past}` : ''}`, kind: past ? 'decode' : 'prefill', op: 'QAttention',
-    attrs: { num_heads: N }, inputs, outputs };
+  return { name: `qattention S=${S}${past ? ` P=${past}` : ''}`, op: 'QAttention', attrs: { num_heads: N }, inputs,
+    outputs };
+}
+
+// A bench whose side failed has no ratio to show: name each failure and exit non-zero, so `npm run bench` (set -e)
+// stops instead of judging the targets on the rows left.
+export function failIfAny(failures) {
+  if (!failures.length) return;
+  process.stderr.write(`bench failures:\n${failures.map((f) => `  ${f}\n`).join('')}`);
+  process.exitCode = 1;
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -168,6 +181,7 @@ export function setupLine(peer) {
 export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 }) {
   const runner = startNativeRunner();
   const rows = [];
+  const failures = [];
   for (const c of cases) {
     for (const threads of threadList) {
       process.stderr.write(`bench ${c.name} threads=${threads}\n`);
@@ -176,11 +190,11 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
       // Both sides' first calls run slower (page faults, arenas and thread pools growing): after 2 untimed calls ORT's
       // fp32 prefill S=T=2048 took 184-247 ms where it runs at 134-140 after 8, its Qwen2.5 decode step 17-19 ms where
       // it runs at 1.0-1.6 after 20, and attnkit's two-thread Qwen2.5 step 0.27 ms where it runs at 0.08.
-      const warmup = (c.inputs.query ?? c.inputs.input).shape[1] === 1 ? 20 : 8;  // GQA query, QAttention input
+      const warmup = benchKind(c) === 'decode' ? 20 : 8;
       for (let round = 0; round < rounds; round++) {
         const n = await runner.bench(c, { iters, warmup, threads, ...(cli ? { cli } : {}) });
-        if (n.error) {
-          process.stderr.write(`  attnkit failed: ${n.error}\n`);
+        if (n.error !== undefined) {
+          failures.push(`${c.name} threads=${threads}: attnkit: ${n.error}`);
           break;
         }
         isa = n.isa;
@@ -189,7 +203,7 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
           ortMs = (await runOrt(withoutQkNorm(c), { backend: 'node', threads, repeat: iters, warmup })).timeMs;
           await new Promise((resolve) => setTimeout(resolve, ORT_SPIN_PAUSE_MS));
         } catch (err) {
-          process.stderr.write(`  ORT failed: ${err.message.split('\n')[0]}\n`);
+          failures.push(`${c.name} threads=${threads}: ORT: ${err.message.split('\n')[0]}`);
           break;
         }
         native.push(n.median_us / 1000);
@@ -208,5 +222,6 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
     console.log(`${r.name.padEnd(30)}${String(r.threads).padStart(4)}${r.attnkitMs.toFixed(3).padStart(12)}`
       + `${r.ortMs.toFixed(3).padStart(10)}${r.ratio.toFixed(2).padStart(12)}x  (${r.spread.map((x) => x.toFixed(2)).join('-')}, ${r.isa})`);
   }
+  failIfAny(failures);
   return rows;
 }

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { createInstance, prepareCase } from '../../js/index.js';
 import { benchNative, cliAvailable, defaultCli } from '../../js/targets/native.js';
 import { ORT_WEB, runOrt } from '../../js/targets/ort.js';
-import { benchArgs as args, checkArgs, flag, GQA, gqaCase, gqaShapeCase, hasFlag, qattentionCase, setupLine,
+import { benchArgs as args, benchKind, checkArgs, failIfAny, flag, GQA, gqaCase, gqaShapeCase, hasFlag, qattentionCase, setupLine,
   startNativeRunner } from './shapes.mjs';
 import { simd128PeakGflops } from './simd128_peak.mjs';
 
@@ -54,8 +54,8 @@ function allShapes() {
   // --window: decode through a window-sized cache (sliding_window_cache, 1024 rows, window 1024) after 4096 tokens.
   if (hasFlag('--window')) {
     for (const cache of ['fp32', 'int8']) {
-      shapes.push({ ...gqaShapeCase(`gqa/decode T=4096 ${cache} window`, { ...GQA, S: 1, P: 4095, cache, window: 1024,
-        windowCache: 1024 }), kind: 'decode' });
+      shapes.push(gqaShapeCase(`gqa/decode T=4096 ${cache} window`, { ...GQA, S: 1, P: 4095, cache, window: 1024,
+        windowCache: 1024 }));
     }
   }
   return shapes.filter((c) => c.name.includes(filter));
@@ -175,7 +175,7 @@ async function child(threads) {
     const call = (into) => instance.run(prepared.op, prepared.inputs, prepared.attrs, { outputs: prepared.outputs, threads, into });
     // A decode step is called thousands of times in a row: both sides are timed past the first calls, whose fresh
     // output arrays page-fault (a QAttention step took 3.9 ms over its first 20 calls and 1.0 ms after).
-    const { warmup, repeat } = c.kind === 'decode' ? DECODE : { warmup: 1, repeat: iters };
+    const { warmup, repeat } = benchKind(c) === 'decode' ? DECODE : { warmup: 1, repeat: iters };
     let wasmOut = null;
     let wasmError = null;
     // Timed calls fill the first call's output arrays again (the `into` option), as an application keeps its
@@ -199,6 +199,7 @@ async function child(threads) {
     // median of the per-round ratios, so a burst of load on this shared host spoils one round, not one side.
     const vsAvx2 = [];
     const avx2Times = [];
+    let avx2Error = null;
     try {
       for (let r = 0, t0 = performance.now(); r < Math.max(warmup, 3) || performance.now() - t0 < WARMUP_MS; r++) wasmOut = call();
       into = Object.fromEntries(Object.entries(wasmOut).map(([name, t]) => [name, t.data]));
@@ -206,7 +207,10 @@ async function child(threads) {
         const wasmMs = timeWasm();
         if (rounds === 1) break;
         const native = await runner.bench(c, { iters: repeat, warmup, threads: 1, isa: 'avx2' });
-        if (native.error) break;
+        if (native.error !== undefined) {
+          avx2Error = native.error;
+          break;
+        }
         avx2Times.push(native.median_us / 1000);
         vsAvx2.push(wasmMs / (native.median_us / 1000));
       }
@@ -221,7 +225,7 @@ async function child(threads) {
     const ortTimes = [];
     const ortMeans = [];
     const vsOrt = [];
-    for (let round = 0; round < (c.kind === 'decode' && !quick ? 3 : 1) && !ortError; round++) {
+    for (let round = 0; round < (benchKind(c) === 'decode' && !quick ? 3 : 1) && !ortError; round++) {
       let freshMs = null;
       try {
         if (!wasmError) freshMs = timeCalls(freshTimes, false);
@@ -239,12 +243,12 @@ async function child(threads) {
       }
     }
     const ortMs = ortTimes.length ? median(ortTimes) : null;
-    const inPlaceMs = c.kind !== 'decode' ? null
+    const inPlaceMs = benchKind(c) !== 'decode' ? null
       : c.op === 'GroupQueryAttention' ? timeKvCacheDecode(instance, c, threads)
         : timeQAttentionCacheDecode(instance, prepared, threads);
-    const copyMs = c.kind === 'decode' ? timeCacheCopies(prepared) : null;
+    const copyMs = benchKind(c) === 'decode' ? timeCacheCopies(prepared) : null;
     results.push({ name: c.name, threads, wasmMs: times.length ? median(times) : null,
-      freshMs: freshTimes.length ? median(freshTimes) : null, wasmError, ortMs, ortError, diff,
+      freshMs: freshTimes.length ? median(freshTimes) : null, wasmError, ortMs, ortError, avx2Error, diff,
       freshMeanMs: freshTimes.length ? mean(freshTimes) : null, ortMeanMs: ortMeans.length ? mean(ortMeans) : null,
       inPlaceMs, copyMs, avx2Ms: avx2Times.length ? median(avx2Times) : null,
       vsOrt: vsOrt.length ? median(vsOrt) : null, vsOrtSpread: vsOrt.length > 1 ? [Math.min(...vsOrt), Math.max(...vsOrt)] : null,
@@ -295,9 +299,10 @@ async function parent() {
   for (const entry of Object.values(byName)) {
     if (!haveNative) break;
     process.stderr.write(`  native ${entry.c.name}\n`);
-    const runs = entry.c.kind === 'decode' ? { iters: DECODE.repeat, warmup: DECODE.warmup } : { iters, warmup: 1 };
+    const runs = benchKind(entry.c) === 'decode' ? { iters: DECODE.repeat, warmup: DECODE.warmup } : { iters, warmup: 1 };
     const native = await benchNative(entry.c, { ...runs, threads: 1 });
-    entry.nativeMs = native.error ? null : native.median_us / 1000;
+    entry.nativeMs = native.error !== undefined ? null : native.median_us / 1000;
+    entry.nativeError = native.error;
     entry.nativeIsa = native.isa;
   }
 
@@ -315,10 +320,10 @@ async function parent() {
       const r = threads[t];
       if (!r) continue;
       const speedup = r.vsOrt ?? r.ortMs / (r.freshMs ?? r.wasmMs);
-      const need = c.kind === 'prefill' ? 10 : 2;
+      const need = benchKind(c) === 'prefill' ? 10 : 2;
       const avx2Ms = t === 1 ? r.avx2Ms : null;
       const vsAvx2 = t === 1 && Number.isFinite(r.vsAvx2) ? r.vsAvx2 : NaN;
-      if (Number.isFinite(speedup)) verdict(`${c.op} ${c.kind} >= ${need}x ORT web`).push(speedup >= need);
+      if (Number.isFinite(speedup)) verdict(`${c.op} ${benchKind(c)} >= ${need}x ORT web`).push(speedup >= need);
       if (Number.isFinite(vsAvx2)) verdict(`${c.op} within 2.5x of native AVX2 (1 thread)`).push(vsAvx2 <= 2.5);
       lines.push(`${c.name.padEnd(26)}${String(t).padStart(4)}${fmt(r.wasmMs, 10)}${fmt(r.freshMs, 10)}${fmt(r.ortMs, 10)}${fmtRatio(speedup, 10)}`
         + `${`>=${need}x`.padStart(8)}${t === 1 ? fmt(nativeMs, 10) : ''.padStart(10)}${t === 1 ? fmt(avx2Ms, 10) : ''.padStart(10)}`
@@ -326,7 +331,7 @@ async function parent() {
         + (r.vsOrtSpread ? `  (ORT/fresh rounds ${r.vsOrtSpread.map((x) => x.toFixed(2)).join('-')})` : '')
         + (t === 1 && r.vsAvx2Spread ? `  (wasm/avx2 rounds ${r.vsAvx2Spread.map((x) => x.toFixed(2)).join('-')})` : '')
         // What a loop of such calls averages: fresh multi-MB arrays now and then stall a call for tens of ms.
-        + (c.kind === 'decode' && Number.isFinite(r.freshMeanMs) && Number.isFinite(r.ortMeanMs)
+        + (benchKind(c) === 'decode' && Number.isFinite(r.freshMeanMs) && Number.isFinite(r.ortMeanMs)
           ? `  (means: fresh ${r.freshMeanMs.toFixed(2)}, ORT ${r.ortMeanMs.toFixed(2)} ms)` : '')
         + (r.wasmError ? `  attnkit: ${r.wasmError.slice(0, 80)}` : '') + (r.ortError ? `  ORT: ${r.ortError.slice(0, 80)}` : ''));
       if (Number.isFinite(r.copyMs)) {
@@ -345,7 +350,7 @@ async function parent() {
   }
   // The fp32 prompt's ceiling on wasm: what SIMD128's separate multiplies and adds allow in this Node, measured here.
   const fp32Prompts = Object.values(byName).filter(({ c, threads }) =>
-    c.op === 'GroupQueryAttention' && c.kind === 'prefill' && c.name.endsWith('fp32') && threads[1]);
+    c.op === 'GroupQueryAttention' && benchKind(c) === 'prefill' && c.name.endsWith('fp32') && threads[1]);
   if (fp32Prompts.length) {
     const peak = await simd128PeakGflops();
     lines.push('', `SIMD128 multiply + add in this Node, one thread: ${peak.toFixed(1)} GFLOP/s (simd128_peak.mjs)`);
@@ -361,6 +366,12 @@ async function parent() {
   console.log(lines.join('\n'));
   const jsonOut = flag('--json', null);
   if (jsonOut) writeFileSync(jsonOut, JSON.stringify(Object.values(byName).map(({ c, ...rest }) => ({ name: c.name, ...rest })), null, 1));
+  failIfAny(Object.values(byName).flatMap(({ c, threads, nativeError }) => [
+    ...Object.entries(threads).flatMap(([t, r]) => [[r.wasmError, 'attnkit wasm'], [r.ortError, 'ORT web'],
+      [r.avx2Error, 'attnkit native AVX2']]
+      .filter(([e]) => e).map(([e, who]) => `${c.name} threads=${t}: ${who}: ${e}`)),
+    ...(nativeError ? [`${c.name}: attnkit native: ${nativeError}`] : []),
+  ]));
 }
 
 if (args[0] === '--child') {

@@ -48,7 +48,8 @@ function optionArgs({ threads, isa, path } = {}) {
 
 function failure(res) {
   const message = res.spawnError ? res.spawnError.message
-    : res.signal ? `attnkit killed by ${res.signal}: ${res.stderr.trim()}` : res.stderr.trim();
+    : res.signal ? `attnkit killed by ${res.signal}: ${res.stderr.trim()}`
+      : res.stderr.trim() || `attnkit exited ${res.exitCode} with nothing on stderr`;
   return { error: message, exitCode: res.exitCode, stderr: res.stderr };
 }
 
