@@ -1,6 +1,6 @@
 // attnkit bench: QAttention on attnkit native (the CLI's `bench`) next to onnxruntime-node, same cases, same
 // thread counts, in one run, printed as ratios. Issue 4's shapes: B=1, D=768, N=12, u8 x s8 per-column, prefill
-// S in {128, 512} and a decode step S=1 with P=511. ORT times are session.run from JS (adds ~0.05 ms of binding).
+// S in {128, 512} and a decode step S=1 with P=511. ORT times are its own run (its profiler), as in gqa_ort.mjs.
 import { checkArgs, flag, hasFlag, nativeVsOrt, qattentionCase } from './shapes.mjs';
 
 checkArgs('node bench/js/qattention_ort.mjs [--quick] [--threads 1,2] [--iters N] [--rounds R] [--cli PATH]');

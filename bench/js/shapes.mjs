@@ -163,7 +163,9 @@ const ORT_SPIN_PAUSE_MS = 200;
 // Runs each case on attnkit native (the CLI's `bench`) and onnxruntime-node at every thread count, side by side,
 // and prints the times and ORT / attnkit ratios. The host is shared and its load comes in bursts, so the two
 // alternate in `rounds` rounds of `iters` calls each; a row shows the median over rounds of each side's median
-// and the median of the per-round ratios (a burst then spoils one round, not one side).
+// and the median of the per-round ratios (a burst then spoils one round, not one side). ORT's time is its own
+// session run as its profiler measures it, as attnkit's is its C++ op call: from JS, session.run also copies every
+// output into a fresh JS array, which made ORT 1.3-3.6x slower at decode T=4096 (shown beside, not judged).
 // ORT's CPU EP refuses q/k_norm_weight: it times the same attention without them, the fused norm's few
 // operations per row aside.
 function withoutQkNorm(c) {
@@ -185,7 +187,7 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
   for (const c of cases) {
     for (const threads of threadList) {
       process.stderr.write(`bench ${c.name} threads=${threads}\n`);
-      const native = [], ort = [], ratios = [];
+      const native = [], ort = [], ortJs = [], ratios = [];
       let isa = '?';
       // Both sides' first calls run slower (page faults, arenas and thread pools growing): after 2 untimed calls ORT's
       // fp32 prefill S=T=2048 took 184-247 ms where it runs at 134-140 after 8, its Qwen2.5 decode step 17-19 ms where
@@ -198,29 +200,33 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
           break;
         }
         isa = n.isa;
-        let ortMs = NaN;
+        let ortRun;
         try {
-          ortMs = (await runOrt(withoutQkNorm(c), { backend: 'node', threads, repeat: iters, warmup })).timeMs;
+          ortRun = await runOrt(withoutQkNorm(c), { backend: 'node', threads, repeat: iters, warmup, ownTime: true });
           await new Promise((resolve) => setTimeout(resolve, ORT_SPIN_PAUSE_MS));
         } catch (err) {
           failures.push(`${c.name} threads=${threads}: ORT: ${err.message.split('\n')[0]}`);
           break;
         }
         native.push(n.median_us / 1000);
-        ort.push(ortMs);
-        ratios.push(ortMs / (n.median_us / 1000));
+        ort.push(ortRun.ownMs);
+        ortJs.push(ortRun.timeMs);
+        ratios.push(ortRun.ownMs / (n.median_us / 1000));
       }
       const ok = ratios.length > 0;
       rows.push({ name: c.name, threads, isa, attnkitMs: ok ? median(native) : NaN, ortMs: ok ? median(ort) : NaN,
-        ratio: ok ? median(ratios) : NaN, spread: ok ? [Math.min(...ratios), Math.max(...ratios)] : [NaN, NaN] });
+        ortJsMs: ok ? median(ortJs) : NaN, ratio: ok ? median(ratios) : NaN,
+        spread: ok ? [Math.min(...ratios), Math.max(...ratios)] : [NaN, NaN] });
     }
   }
   runner.close();
   console.log(setupLine(`${ORT_NODE} (onnxruntime-node)`));
-  console.log('case                          threads  attnkit ms    ORT ms   ORT/attnkit  (rounds: min-max)');
+  console.log('ORT ms: ORT\'s own run (its profiler); from JS: session.run, which also copies the outputs into JS arrays');
+  console.log('case                          threads  attnkit ms    ORT ms   ORT/attnkit  (rounds: min-max)  from JS');
   for (const r of rows) {
     console.log(`${r.name.padEnd(30)}${String(r.threads).padStart(4)}${r.attnkitMs.toFixed(3).padStart(12)}`
-      + `${r.ortMs.toFixed(3).padStart(10)}${r.ratio.toFixed(2).padStart(12)}x  (${r.spread.map((x) => x.toFixed(2)).join('-')}, ${r.isa})`);
+      + `${r.ortMs.toFixed(3).padStart(10)}${r.ratio.toFixed(2).padStart(12)}x  (${r.spread.map((x) => x.toFixed(2)).join('-')}, ${r.isa})`
+      + `  ${r.ortJsMs.toFixed(3)} ms, ${(r.ortJsMs / r.attnkitMs).toFixed(2)}x`);
   }
   failIfAny(failures);
   return rows;

@@ -30,6 +30,8 @@ const filter = flag('--filter', '');
 // Timed calls stop once they add up to this, so ORT's multi-second prefill does not take minutes per shape.
 const BUDGET_MS = Number(flag('--budget-ms', quick ? 1500 : 4000));
 const DECODE = { warmup: quick ? 5 : 20, repeat: Math.max(iters, quick ? 10 : 30) };
+// Untimed prompt calls for ORT web and native, as nativeVsOrt gives both sides (attnkit wasm: WARMUP_MS below).
+const PROMPT = { warmup: quick ? 1 : 8, repeat: iters };
 // V8 runs a wasm function on its baseline compiler until the optimizing one, in the background, has caught up: the
 // first prefill calls of a shape ran up to 1.5x slower (per-round wasm/AVX2 ratios 3.8x falling to 2.4x). attnkit
 // warms up for this long (and at least 3 calls) before any timed call.
@@ -175,7 +177,7 @@ async function child(threads) {
     const call = (into) => instance.run(prepared.op, prepared.inputs, prepared.attrs, { outputs: prepared.outputs, threads, into });
     // A decode step is called thousands of times in a row: both sides are timed past the first calls, whose fresh
     // output arrays page-fault (a QAttention step took 3.9 ms over its first 20 calls and 1.0 ms after).
-    const { warmup, repeat } = benchKind(c) === 'decode' ? DECODE : { warmup: 1, repeat: iters };
+    const { warmup, repeat } = benchKind(c) === 'decode' ? DECODE : PROMPT;
     let wasmOut = null;
     let wasmError = null;
     // Timed calls fill the first call's output arrays again (the `into` option), as an application keeps its
@@ -299,8 +301,8 @@ async function parent() {
   for (const entry of Object.values(byName)) {
     if (!haveNative) break;
     process.stderr.write(`  native ${entry.c.name}\n`);
-    const runs = benchKind(entry.c) === 'decode' ? { iters: DECODE.repeat, warmup: DECODE.warmup } : { iters, warmup: 1 };
-    const native = await benchNative(entry.c, { ...runs, threads: 1 });
+    const { warmup, repeat } = benchKind(entry.c) === 'decode' ? DECODE : PROMPT;
+    const native = await benchNative(entry.c, { iters: repeat, warmup, threads: 1 });
     entry.nativeMs = native.error !== undefined ? null : native.median_us / 1000;
     entry.nativeError = native.error;
     entry.nativeIsa = native.isa;

@@ -1,8 +1,9 @@
 // attnkit: the ONNX Runtime peer. Builds a single-node ModelProto (IR 10, opset 21 + com.microsoft 1) for a case with
 // onnx-proto and runs it on onnxruntime-node (CPU EP) or onnxruntime-web's wasm EP inside Node. ORT oddities
 // handled here come from probing (/work/shared/notes/webgpu-and-peers.md): presents are always requested with past.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import onnxProto from 'onnx-proto';
 import { materializeInputs, normalizeCase, ortSkipReason } from '../case.js';
@@ -159,21 +160,25 @@ async function loadRuntime(backend, threads) {
   throw new Error(`runOrt: unknown backend "${backend}"`);
 }
 
+function sessionOptions(backend, threads) {
+  const options = { graphOptimizationLevel: 'all', logSeverityLevel: 3 };
+  if (backend === 'node') {
+    options.intraOpNumThreads = threads ?? 1;
+    options.interOpNumThreads = 1;
+    options.executionProviders = ['cpu'];
+  } else {
+    options.executionProviders = ['wasm'];
+  }
+  return options;
+}
+
 const sessionCache = new Map();
 async function getSession(ort, backend, threads, modelBytes) {
   // Key on the model bytes: identical signatures share one session within a process.
   const key = `${backend}:${threads}:${Buffer.from(modelBytes).toString('base64')}`;
   let session = sessionCache.get(key);
   if (!session) {
-    const options = { graphOptimizationLevel: 'all', logSeverityLevel: 3 };
-    if (backend === 'node') {
-      options.intraOpNumThreads = threads ?? 1;
-      options.interOpNumThreads = 1;
-      options.executionProviders = ['cpu'];
-    } else {
-      options.executionProviders = ['wasm'];
-    }
-    session = ort.InferenceSession.create(modelBytes, options);
+    session = ort.InferenceSession.create(modelBytes, sessionOptions(backend, threads));
     sessionCache.set(key, session);
   }
   try {
@@ -215,36 +220,73 @@ export function ortNodeSaturates(caseObj) {
   return c.op === 'QAttention' && c.inputs.weight?.dtype === 'int8' && ortNodeSaturatesU8S8();
 }
 
-// Runs a case on ORT. Returns { outputs: { name: { dtype, shape, data } }, timeMs } (timeMs: median of `repeat`
-// session.run calls after `warmup` untimed ones when repeat > 1; repeating stops early once the timed runs exceed
-// budgetMs, so slow targets on big cases keep `npm start` short), or throws with ORT's message.
-export async function runOrt(caseObj, { backend = 'node', threads = 1, repeat = 1, warmup = 1, budgetMs = Infinity } = {}) {
+// ORT's own time of each session.run, from its profiler (model_run events, microseconds): from JS, session.run also
+// turns every output into a fresh JS array (at decode T=4096 fp32, 32 MB of presents: 1.5-3x ORT's own run), which
+// attnkit native's C++ timing does not pay. A session of its own, as profiling is fixed when one is created.
+async function profiledSession(ort, threads, modelBytes) {
+  const dir = mkdtempSync(join(tmpdir(), 'attnkit-ort-profile-'));
+  const session = await ort.InferenceSession.create(modelBytes,
+    { ...sessionOptions('node', threads), enableProfiling: true, profileFilePrefix: join(dir, 'ort') });
+  const runTimesMs = () => {
+    session.endProfiling();
+    const file = readdirSync(dir).find((name) => name.endsWith('.json'));
+    const events = file ? JSON.parse(readFileSync(join(dir, file), 'utf8')) : [];
+    rmSync(dir, { recursive: true, force: true });
+    return events.filter((e) => e.cat === 'Session' && e.name === 'model_run').map((e) => e.dur / 1000);
+  };
+  return { session, runTimesMs };
+}
+
+// Runs a case on ORT. Returns { outputs: { name: { dtype, shape, data } }, timeMs, meanMs } (timeMs: median of
+// `repeat` session.run calls after `warmup` untimed ones when repeat > 1; repeating stops early once the timed runs
+// exceed budgetMs, so slow targets on big cases keep `npm start` short), or throws with ORT's message. With
+// ownTime (onnxruntime-node only) also ownMs: the median of the same calls as ORT's profiler times them.
+export async function runOrt(caseObj,
+  { backend = 'node', threads = 1, repeat = 1, warmup = 1, budgetMs = Infinity, ownTime = false } = {}) {
   const c = normalizeCase(caseObj);
   const ort = await loadRuntime(backend, threads);
-  const session = await getSession(ort, backend, threads, buildModelBytes(c));
-  const inputs = materializeInputs(c);
+  if (ownTime && backend !== 'node') throw new Error('runOrt: ownTime needs onnxruntime-node');
   const feeds = {};
-  for (const [name, t] of Object.entries(inputs)) {
+  for (const [name, t] of Object.entries(materializeInputs(c))) {
     if (t.dtype === 'bfloat16') throw new Error(`${name}: onnxruntime JS has no bfloat16 tensors`);
     feeds[name] = new ort.Tensor(t.dtype, t.data, t.shape);
   }
-  const times = [];
-  let results;
   const untimed = repeat > 1 ? warmup : 0;
-  for (let r = 0; r < repeat + untimed; r++) {
-    const t0 = performance.now();
-    results = await session.run(feeds);
-    const dt = performance.now() - t0;
-    if (r >= untimed) times.push(dt);
-    if (times.reduce((x, y) => x + y, 0) > budgetMs) break;
+  const timeRuns = async (session) => {
+    const times = [];
+    let results;
+    for (let r = 0; r < repeat + untimed; r++) {
+      const t0 = performance.now();
+      results = await session.run(feeds);
+      const dt = performance.now() - t0;
+      if (r >= untimed) times.push(dt);
+      if (times.reduce((x, y) => x + y, 0) > budgetMs) break;
+    }
+    return { results, times };
+  };
+  let run, ownMs;
+  if (ownTime) {
+    const profiled = await profiledSession(ort, threads, buildModelBytes(c));
+    try {
+      run = await timeRuns(profiled.session);
+    } finally {
+      const own = profiled.runTimesMs().slice(untimed);
+      await profiled.session.release();
+      ownMs = own.length === run?.times.length ? median(own) : undefined;
+    }
+    if (ownMs === undefined) throw new Error('runOrt: ORT\'s profile does not hold one model_run per call');
+  } else {
+    run = await timeRuns(await getSession(ort, backend, threads, buildModelBytes(c)));
   }
   const outputs = {};
-  for (const [name, t] of Object.entries(results)) {
+  for (const [name, t] of Object.entries(run.results)) {
     outputs[name] = { dtype: t.type, shape: Array.from(t.dims, Number), data: t.data };
   }
   // The mean too: a multi-MB output array now and then stalls a call for tens of ms (V8 reclaiming them), which a
   // loop's throughput pays and the median hides.
-  return { outputs, timeMs: median(times), meanMs: times.reduce((x, y) => x + y, 0) / times.length };
+  const { times } = run;
+  const timing = { timeMs: median(times), meanMs: times.reduce((x, y) => x + y, 0) / times.length };
+  return { outputs, ...timing, ...(ownTime ? { ownMs } : {}) };
 }
 
 function ortTarget(backend, id, label) {
