@@ -140,7 +140,8 @@ function writeHtml(out, entries, targets, totals, meta) {
 td:nth-child(n+4){font-family:monospace}tr.bad td{background:#fdd}tr.note td{background:#ffd}small{color:#555}</style></head>
 <body><h1>attnkit cross-target comparison</h1>
 <p>Differences are against the fp64 reference (<code>attnkit run --reference</code>); times are medians of ${meta.repeat} runs
-(attnkit: <code>attnkit bench</code>; ORT: <code>session.run</code>), ${meta.threads} thread(s), ${esc(meta.date)}.
+(attnkit native: <code>attnkit bench</code>; ORT native: its own run, from its profiler; the wasm targets: the call
+from JS, copies in and out included), ${meta.threads} thread(s), ${esc(meta.date)}.
 Red rows diverge beyond the case's tolerance or failed; yellow rows were skipped (the target cannot run the case, and says why).</p>
 <ul>${summary}</ul>
 <table>${head}
