@@ -5,14 +5,14 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildModelBytes } from '../../js/targets/ort.js';
-import { checkArgs, flag, gqaCase, gqaShapeCase, qattentionCase } from '../js/shapes.mjs';
+import { benchKind, checkArgs, flag, gqaCase, gqaShapeCase, qattentionCase } from '../js/shapes.mjs';
 
 checkArgs('node bench/manycore/prepare.mjs [--out DIR]');
 const out = flag('--out', '.manycore');
 
 // Issue 3's shapes (N=16, Nk=8, H=128), its flash-decoding shape (N=4, Nk=4: fewer heads than threads), two small
 // models' decode steps (Qwen2.5-0.5B: 2 KV heads; Llama 3.2 1B: 8) and issue 4's QAttention.
-const model = (name, shape) => ({ ...gqaShapeCase(`gqa/${name}`, { ...shape, S: 1 }), kind: 'decode' });
+const model = (name, shape) => gqaShapeCase(`gqa/${name}`, { ...shape, S: 1 });
 const cases = [
   gqaCase('prefill', 512, 0, 'fp32'),
   gqaCase('prefill', 2048, 0, 'fp32'),
@@ -32,10 +32,9 @@ const cases = [
 mkdirSync(out, { recursive: true });
 const list = cases.map((c, i) => {
   const id = String(i).padStart(2, '0');
-  const { kind, ...caseObj } = c;
-  writeFileSync(join(out, `${id}.json`), JSON.stringify(caseObj));
-  writeFileSync(join(out, `${id}.onnx`), buildModelBytes(caseObj));
-  return { id, name: c.name, kind };
+  writeFileSync(join(out, `${id}.json`), JSON.stringify(c));
+  writeFileSync(join(out, `${id}.onnx`), buildModelBytes(c));
+  return { id, name: c.name, kind: benchKind(c) };
 });
 writeFileSync(join(out, 'list.json'), JSON.stringify(list, null, 1));
 console.log(`${list.length} cases in ${out}`);
