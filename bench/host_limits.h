@@ -89,34 +89,23 @@ __attribute__((target("avx2"), noinline)) inline int int8_mix_loop_avx2(long ite
 constexpr double kInt8MixMacs[2] = {16.0, 32.0};
 #endif
 
-// Sums floats [begin, end) of buf with 16 independent lanes (vectorized): one read pass.
+// Sums floats [begin, end) of buf with `kLanes` independent lanes (vectorized): one read pass. 16 lanes (two AVX2
+// chains) read DRAM as fast as any loop tried; from L2 they wait on their adds (about 110 GB/s where the cache gives
+// 180), so a cache-resident read takes 64 (eight chains).
+template <int kLanes = 16>
 #if defined(__x86_64__)
 __attribute__((target("avx2")))
 #endif
 inline float read_range(const std::vector<float>& buf, size_t begin, size_t end) {
-  float acc[16] = {};
-  for (size_t i = begin; i + 16 <= end; i += 16)
-    for (int k = 0; k < 16; ++k) acc[k] += buf[i + k];
+  float acc[kLanes] = {};
+  for (size_t i = begin; i + kLanes <= end; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] += buf[i + k];
   float total = 0.0f;
   for (float a : acc) total += a;
   return total;
 }
 
 inline float read_pass(const std::vector<float>& buf) { return read_range(buf, 0, buf.size()); }
-
-// As read_range with 64 lanes (8 AVX2 accumulators): from L2 the 16-lane loop waits on its two add chains (about
-// 110 GB/s where the cache gives 180), while from DRAM it reads as fast as any (so the decode targets keep it).
-#if defined(__x86_64__)
-__attribute__((target("avx2")))
-#endif
-inline float read_cached(const std::vector<float>& buf) {
-  float acc[64] = {};
-  for (size_t i = 0; i + 64 <= buf.size(); i += 64)
-    for (int k = 0; k < 64; ++k) acc[k] += buf[i + k];
-  float total = 0.0f;
-  for (float a : acc) total += a;
-  return total;
-}
 
 // GFLOP/s of one core, best of a few runs; `wide` selects AVX512 (else AVX2). 0 where the ISA is missing.
 inline double measured_fma_peak_gflops(bool wide) {
@@ -199,7 +188,7 @@ inline double measured_handoff_read_gbs(size_t bytes, bool from_other_thread) {
       write(r);
     }
     const auto t0 = std::chrono::steady_clock::now();
-    sink = sink + read_cached(buf);
+    sink = sink + read_range<64>(buf, 0, buf.size());
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::max(best, static_cast<double>(buf.size() * sizeof(float)) / s * 1e-9);
   }

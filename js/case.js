@@ -417,29 +417,48 @@ export function normalizeCase(obj, index = 0) {
   return { ...obj, name: obj.name ?? `#${index}`, op, attrs, inputs: { ...obj.inputs }, outputs };
 }
 
-// JSON.parse keeps the last of two equal keys, so a case naming "tolerance" twice would silently lose one. Native's
-// parser refuses duplicate keys; so does this, with its message (line and column of the second key).
+// A case file's text read as native's parser (core/src/common/json.cc) reads it, with its messages: JSON.parse, which
+// keeps the last of two equal keys (a case naming "tolerance" twice would silently lose one), and then the rules
+// JSON.parse lacks: no duplicate key, nesting at most 512 deep, no lone surrogate in a \u escape. A UTF-8 BOM is
+// skipped. Positions are native's: line, and column in bytes.
 export function parseCaseJson(text) {
-  const doc = JSON.parse(text);
+  const doc = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+  const fail = (at, what) => {
+    const lineStart = text.lastIndexOf('\n', at - 1) + 1;
+    const line = text.slice(0, lineStart).split('\n').length;
+    const column = new TextEncoder().encode(text.slice(lineStart, at)).length + 1;
+    return new CaseError(`JSON line ${line}, column ${column}: ${what}`);
+  };
+  const hex4 = (at) => (/^[0-9a-fA-F]{4}$/.test(text.slice(at, at + 4)) ? parseInt(text.slice(at, at + 4), 16) : -1);
   const open = [];  // per enclosing object the Set of its keys so far, per enclosing array null
   for (let i = 0; i < text.length; i++) {
     const ch = text[i];
-    if (ch === '{') open.push(new Set());
-    else if (ch === '[') open.push(null);
-    else if (ch === '}' || ch === ']') open.pop();
-    else if (ch === '"') {
+    if (ch === '{' || ch === '[') {
+      if (open.length === 512) throw fail(i, 'nesting deeper than 512');
+      open.push(ch === '{' ? new Set() : null);
+    } else if (ch === '}' || ch === ']') {
+      open.pop();
+    } else if (ch === '"') {
       const start = i;
-      for (i++; text[i] !== '"'; i++) if (text[i] === '\\') i++;
+      for (i++; text[i] !== '"'; i++) {
+        if (text[i] !== '\\') continue;
+        const esc = i++;
+        if (text[i] !== 'u') continue;
+        const cp = hex4(i + 1);
+        i += 4;
+        if (cp >= 0xdc00 && cp <= 0xdfff) throw fail(esc, 'lone low surrogate in \\u escape');
+        if (cp < 0xd800 || cp > 0xdbff) continue;
+        if (text.slice(i + 1, i + 3) !== '\\u') throw fail(esc, 'lone high surrogate in \\u escape');
+        const low = hex4(i + 3);
+        if (low < 0xdc00 || low > 0xdfff) throw fail(esc, 'invalid surrogate pair');
+        i += 6;
+      }
       const keys = open[open.length - 1];
       let next = i + 1;
       while (' \t\r\n'.includes(text[next])) next++;
       if (!keys || text[next] !== ':') continue;  // a string value, not a key
       const key = JSON.parse(text.slice(start, i + 1));
-      if (keys.has(key)) {
-        const line = text.slice(0, start).split('\n').length;
-        const column = start - text.lastIndexOf('\n', start - 1);
-        throw new CaseError(`JSON line ${line}, column ${column}: duplicate key "${key}"`);
-      }
+      if (keys.has(key)) throw fail(start, `duplicate key "${key}"`);
       keys.add(key);
     }
   }

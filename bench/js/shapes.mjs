@@ -165,7 +165,7 @@ const ORT_SPIN_PAUSE_MS = 200;
 // alternate in `rounds` rounds of `iters` calls each; a row shows the median over rounds of each side's median
 // and the median of the per-round ratios (a burst then spoils one round, not one side). ORT's time is its own
 // session run as its profiler measures it, as attnkit's is its C++ op call: from JS, session.run also copies every
-// output into a fresh JS array, which made ORT 1.3-3.6x slower at decode T=4096 (shown beside, not judged).
+// output into a fresh JS array, which made ORT 1.3-3.4x slower at decode T=4096 (shown beside, not judged).
 // ORT's CPU EP refuses q/k_norm_weight: it times the same attention without them, the fused norm's few
 // operations per row aside.
 function withoutQkNorm(c) {

@@ -30,7 +30,8 @@ const filter = flag('--filter', '');
 // Timed calls stop once they add up to this, so ORT's multi-second prefill does not take minutes per shape.
 const BUDGET_MS = Number(flag('--budget-ms', quick ? 1500 : 4000));
 const DECODE = { warmup: quick ? 5 : 20, repeat: Math.max(iters, quick ? 10 : 30) };
-// Untimed prompt calls for ORT web and native, as nativeVsOrt gives both sides (attnkit wasm: WARMUP_MS below).
+// Untimed prompt calls for ORT web and native, as nativeVsOrt gives both sides (attnkit wasm: WARMUP_MS below); ORT
+// web's stop once they take BUDGET_MS, as its multi-second prompts would take minutes.
 const PROMPT = { warmup: quick ? 1 : 8, repeat: iters };
 // V8 runs a wasm function on its baseline compiler until the optimizing one, in the background, has caught up: the
 // first prefill calls of a shape ran up to 1.5x slower (per-round wasm/AVX2 ratios 3.8x falling to 2.4x). attnkit

@@ -221,12 +221,18 @@ export function ortNodeSaturates(caseObj) {
 }
 
 // ORT's own time of each session.run, from its profiler (model_run events, microseconds): from JS, session.run also
-// turns every output into a fresh JS array (at decode T=4096 fp32, 32 MB of presents: 1.5-3x ORT's own run), which
+// turns every output into a fresh JS array (at decode T=4096, 1.3-3.4x ORT's own run), which
 // attnkit native's C++ timing does not pay. A session of its own, as profiling is fixed when one is created.
 async function profiledSession(ort, threads, modelBytes) {
   const dir = mkdtempSync(join(tmpdir(), 'attnkit-ort-profile-'));
-  const session = await ort.InferenceSession.create(modelBytes,
-    { ...sessionOptions('node', threads), enableProfiling: true, profileFilePrefix: join(dir, 'ort') });
+  let session;
+  try {
+    session = await ort.InferenceSession.create(modelBytes,
+      { ...sessionOptions('node', threads), enableProfiling: true, profileFilePrefix: join(dir, 'ort') });
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   const runTimesMs = () => {
     session.endProfiling();
     const file = readdirSync(dir).find((name) => name.endsWith('.json'));
@@ -238,7 +244,7 @@ async function profiledSession(ort, threads, modelBytes) {
 }
 
 // Runs a case on ORT. Returns { outputs: { name: { dtype, shape, data } }, timeMs, meanMs } (timeMs: median of
-// `repeat` session.run calls after `warmup` untimed ones when repeat > 1; repeating stops early once the timed runs
+// `repeat` session.run calls after `warmup` untimed ones when repeat > 1; each kind stops early once its calls
 // exceed budgetMs, so slow targets on big cases keep `npm start` short), or throws with ORT's message. With
 // ownTime (onnxruntime-node only) also ownMs: the median of the same calls as ORT's profiler times them.
 export async function runOrt(caseObj,
@@ -251,18 +257,20 @@ export async function runOrt(caseObj,
     if (t.dtype === 'bfloat16') throw new Error(`${name}: onnxruntime JS has no bfloat16 tensors`);
     feeds[name] = new ort.Tensor(t.dtype, t.data, t.shape);
   }
-  const untimed = repeat > 1 ? warmup : 0;
   const timeRuns = async (session) => {
     const times = [];
-    let results;
-    for (let r = 0; r < repeat + untimed; r++) {
+    let results, warmed = 0;
+    for (let warmMs = 0; repeat > 1 && warmed < warmup && warmMs <= budgetMs; warmed++) {
       const t0 = performance.now();
       results = await session.run(feeds);
-      const dt = performance.now() - t0;
-      if (r >= untimed) times.push(dt);
-      if (times.reduce((x, y) => x + y, 0) > budgetMs) break;
+      warmMs += performance.now() - t0;
     }
-    return { results, times };
+    while (times.length < repeat && times.reduce((x, y) => x + y, 0) <= budgetMs) {
+      const t0 = performance.now();
+      results = await session.run(feeds);
+      times.push(performance.now() - t0);
+    }
+    return { results, times, warmed };
   };
   let run, ownMs;
   if (ownTime) {
@@ -270,7 +278,7 @@ export async function runOrt(caseObj,
     try {
       run = await timeRuns(profiled.session);
     } finally {
-      const own = profiled.runTimesMs().slice(untimed);
+      const own = profiled.runTimesMs().slice(run?.warmed);
       await profiled.session.release();
       ownMs = own.length === run?.times.length ? median(own) : undefined;
     }

@@ -132,3 +132,24 @@ test('parseCaseJson refuses a duplicate key at any depth, as the native parser d
   assert.deepEqual(parseCaseJson(doc), JSON.parse(doc));
   assert.throws(() => parseCaseJson('{"a": 1,'), SyntaxError);
 });
+
+test('parseCaseJson: native\'s other rules, byte columns and the BOM', () => {
+  const message = (text) => {
+    try {
+      parseCaseJson(text);
+    } catch (e) {
+      return e.message;
+    }
+    return 'accepted';
+  };
+  // Columns count UTF-8 bytes, as native's do: "é€😀" is 9 bytes, 4 UTF-16 units.
+  assert.equal(message('{"n": "é€😀", "n": 1}'), 'JSON line 1, column 20: duplicate key "n"');
+  assert.equal(message('\ufeff{"n": 1, "n": 2}'), 'JSON line 1, column 13: duplicate key "n"');
+  assert.deepEqual(parseCaseJson('\ufeff{"n": 1}'), { n: 1 });
+  assert.equal(message(`${'['.repeat(512)}${']'.repeat(512)}`), 'accepted');
+  assert.equal(message(`${'['.repeat(513)}${']'.repeat(513)}`), 'JSON line 1, column 513: nesting deeper than 512');
+  assert.equal(message('["\\ud83d\\ude00", "\\u00e9"]'), 'accepted');
+  assert.equal(message('["x\\ud83d"]'), 'JSON line 1, column 4: lone high surrogate in \\u escape');
+  assert.equal(message('["\\ude00"]'), 'JSON line 1, column 3: lone low surrogate in \\u escape');
+  assert.equal(message('["\\ud83d\\u0041"]'), 'JSON line 1, column 3: invalid surrogate pair');
+});
