@@ -221,11 +221,13 @@ export async function nativeVsOrt(cases, { threadList, iters, cli, rounds = 3 })
   }
   runner.close();
   console.log(setupLine(`${ORT_NODE} (onnxruntime-node)`));
-  console.log('ORT ms: ORT\'s own run (its profiler); from JS: session.run, which also copies the outputs into JS arrays');
+  console.log('ORT ms: ORT\'s own run (its profiler); from JS: session.run, which also copies the outputs into JS '
+    + 'arrays');
   console.log('case                          threads  attnkit ms    ORT ms   ORT/attnkit  (rounds: min-max)  from JS');
   for (const r of rows) {
     console.log(`${r.name.padEnd(30)}${String(r.threads).padStart(4)}${r.attnkitMs.toFixed(3).padStart(12)}`
-      + `${r.ortMs.toFixed(3).padStart(10)}${r.ratio.toFixed(2).padStart(12)}x  (${r.spread.map((x) => x.toFixed(2)).join('-')}, ${r.isa})`
+      + `${r.ortMs.toFixed(3).padStart(10)}${r.ratio.toFixed(2).padStart(12)}x`
+      + `  (${r.spread.map((x) => x.toFixed(2)).join('-')}, ${r.isa})`
       + `  ${r.ortJsMs.toFixed(3)} ms, ${(r.ortJsMs / r.attnkitMs).toFixed(2)}x`);
   }
   failIfAny(failures);

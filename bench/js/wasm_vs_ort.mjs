@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { createInstance, prepareCase } from '../../js/index.js';
 import { benchNative, cliAvailable, defaultCli } from '../../js/targets/native.js';
 import { ORT_WEB, runOrt } from '../../js/targets/ort.js';
-import { benchArgs as args, benchKind, checkArgs, failIfAny, flag, GQA, gqaCase, gqaShapeCase, hasFlag, qattentionCase, setupLine,
-  startNativeRunner } from './shapes.mjs';
+import { benchArgs as args, benchKind, checkArgs, failIfAny, flag, GQA, gqaCase, gqaShapeCase, hasFlag, qattentionCase,
+  setupLine, startNativeRunner } from './shapes.mjs';
 import { simd128PeakGflops } from './simd128_peak.mjs';
 
 // Each thread count runs in a child process of this script (--child N, then the parent's flags).

@@ -73,7 +73,8 @@ def time_ort(model_path, case_path, threads_list, warmup, iters, budget_s=3.0):
 
 def ort_child(model_path, case_path, out_dir, threads_list, warmup, iters, budget_s):
     """Times session.run and, from ORT's profiler, its own run (model_run): session.run also turns the outputs
-    into numpy arrays, which attnkit's C++ timing does not pay (in Node that took 1.3-3.4x ORT's own run of a T=4096 decode step)."""
+    into numpy arrays, which attnkit's C++ timing does not pay (in Node that took 1.3-3.4x ORT's own run of a T=4096
+    decode step)."""
     with open(case_path) as f:
         feeds = {name: materialize(t) for name, t in json.load(f)['inputs'].items()}
     times = {}

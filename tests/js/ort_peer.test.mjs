@@ -53,7 +53,8 @@ test('ownTime: ORT\'s own time of each timed call, within the call from JS, and 
     const budgeted = await runOrt(c, { repeat: 50, warmup: 0, budgetMs: 0, ownTime: true });
     assert.ok(budgeted.ownMs > 0 && budgeted.ownMs <= budgeted.timeMs);
     // Refused when the session is created (no kernel for int8 queries), and when it runs (heads not divisible).
-    const int8Query = { ...c, inputs: { ...c.inputs, query: { dtype: 'int8', shape: [1, 1, 512], random: { seed: 1 } } } };
+    const int8Query = { ...c,
+      inputs: { ...c.inputs, query: { dtype: 'int8', shape: [1, 1, 512], random: { seed: 1 } } } };
     await assert.rejects(runOrt(int8Query, { ownTime: true }));
     await assert.rejects(runOrt({ ...c, attrs: { ...c.attrs, num_heads: 6 } }, { ownTime: true }));
   });
