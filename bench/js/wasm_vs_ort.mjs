@@ -178,7 +178,8 @@ async function child(threads) {
     const call = (into) => instance.run(prepared.op, prepared.inputs, prepared.attrs, { outputs: prepared.outputs, threads, into });
     // A decode step is called thousands of times in a row: both sides are timed past the first calls, whose fresh
     // output arrays page-fault (a QAttention step took 3.9 ms over its first 20 calls and 1.0 ms after).
-    const { warmup, repeat } = benchKind(c) === 'decode' ? DECODE : PROMPT;
+    const decode = benchKind(c) === 'decode';
+    const { warmup, repeat } = decode ? DECODE : PROMPT;
     let wasmOut = null;
     let wasmError = null;
     // Timed calls fill the first call's output arrays again (the `into` option), as an application keeps its
@@ -228,7 +229,7 @@ async function child(threads) {
     const ortTimes = [];
     const ortMeans = [];
     const vsOrt = [];
-    for (let round = 0; round < (benchKind(c) === 'decode' && !quick ? 3 : 1) && !ortError; round++) {
+    for (let round = 0; round < (decode && !quick ? 3 : 1) && !ortError; round++) {
       let freshMs = null;
       try {
         if (!wasmError) freshMs = timeCalls(freshTimes, false);
@@ -246,10 +247,10 @@ async function child(threads) {
       }
     }
     const ortMs = ortTimes.length ? median(ortTimes) : null;
-    const inPlaceMs = benchKind(c) !== 'decode' ? null
+    const inPlaceMs = !decode ? null
       : c.op === 'GroupQueryAttention' ? timeKvCacheDecode(instance, c, threads)
         : timeQAttentionCacheDecode(instance, prepared, threads);
-    const copyMs = benchKind(c) === 'decode' ? timeCacheCopies(prepared) : null;
+    const copyMs = decode ? timeCacheCopies(prepared) : null;
     results.push({ name: c.name, threads, wasmMs: times.length ? median(times) : null,
       freshMs: freshTimes.length ? median(freshTimes) : null, wasmError, ortMs, ortError, avx2Error, diff,
       freshMeanMs: freshTimes.length ? mean(freshTimes) : null, ortMeanMs: ortMeans.length ? mean(ortMeans) : null,
@@ -323,10 +324,11 @@ async function parent() {
       const r = threads[t];
       if (!r) continue;
       const speedup = r.vsOrt ?? r.ortMs / (r.freshMs ?? r.wasmMs);
-      const need = benchKind(c) === 'prefill' ? 10 : 2;
+      const kind = benchKind(c);
+      const need = kind === 'prefill' ? 10 : 2;
       const avx2Ms = t === 1 ? r.avx2Ms : null;
       const vsAvx2 = t === 1 && Number.isFinite(r.vsAvx2) ? r.vsAvx2 : NaN;
-      if (Number.isFinite(speedup)) verdict(`${c.op} ${benchKind(c)} >= ${need}x ORT web`).push(speedup >= need);
+      if (Number.isFinite(speedup)) verdict(`${c.op} ${kind} >= ${need}x ORT web`).push(speedup >= need);
       if (Number.isFinite(vsAvx2)) verdict(`${c.op} within 2.5x of native AVX2 (1 thread)`).push(vsAvx2 <= 2.5);
       lines.push(`${c.name.padEnd(26)}${String(t).padStart(4)}${fmt(r.wasmMs, 10)}${fmt(r.freshMs, 10)}${fmt(r.ortMs, 10)}${fmtRatio(speedup, 10)}`
         + `${`>=${need}x`.padStart(8)}${t === 1 ? fmt(nativeMs, 10) : ''.padStart(10)}${t === 1 ? fmt(avx2Ms, 10) : ''.padStart(10)}`
@@ -334,7 +336,7 @@ async function parent() {
         + (r.vsOrtSpread ? `  (ORT/fresh rounds ${r.vsOrtSpread.map((x) => x.toFixed(2)).join('-')})` : '')
         + (t === 1 && r.vsAvx2Spread ? `  (wasm/avx2 rounds ${r.vsAvx2Spread.map((x) => x.toFixed(2)).join('-')})` : '')
         // What a loop of such calls averages: fresh multi-MB arrays now and then stall a call for tens of ms.
-        + (benchKind(c) === 'decode' && Number.isFinite(r.freshMeanMs) && Number.isFinite(r.ortMeanMs)
+        + (kind === 'decode' && Number.isFinite(r.freshMeanMs) && Number.isFinite(r.ortMeanMs)
           ? `  (means: fresh ${r.freshMeanMs.toFixed(2)}, ORT ${r.ortMeanMs.toFixed(2)} ms)` : '')
         + (r.wasmError ? `  attnkit: ${r.wasmError.slice(0, 80)}` : '') + (r.ortError ? `  ORT: ${r.ortError.slice(0, 80)}` : ''));
       if (Number.isFinite(r.copyMs)) {

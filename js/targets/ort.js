@@ -221,8 +221,8 @@ export function ortNodeSaturates(caseObj) {
 }
 
 // ORT's own time of each session.run, from its profiler (model_run events, microseconds): from JS, session.run also
-// turns every output into a fresh JS array (at decode T=4096, 1.3-3.4x ORT's own run), which
-// attnkit native's C++ timing does not pay. A session of its own, as profiling is fixed when one is created.
+// turns every output into a fresh JS array (at decode T=4096, 1.3-3.4x ORT's own run), which attnkit native's C++
+// timing does not pay. A session of its own, as profiling is fixed when one is created.
 async function profiledSession(ort, threads, modelBytes) {
   const dir = mkdtempSync(join(tmpdir(), 'attnkit-ort-profile-'));
   let session;

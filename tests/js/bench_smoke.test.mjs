@@ -21,7 +21,7 @@ function runBench(script, args) {
   return r.stdout;
 }
 
-// A row's numbers: the times and ratio columns after the name and thread count.
+// A bench's table rows: the lines that start with its case names.
 const rowsOf = (stdout, prefix) => stdout.split('\n').filter((line) => line.startsWith(prefix));
 
 for (const [script, args, prefix, count] of [
