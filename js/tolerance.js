@@ -33,9 +33,7 @@ export function gqaReferenceTolerance(c) {
   const conditioning = scale && H > 0 ? Math.max(1, Math.abs(scale) * Math.sqrt(H)) : 1;
   let values;
   return (name, expected) => {
-    const dtype = c.inputs.query.dtype;
-    if (dtype === 'float16') return { atol: 1e-2, rtol: 1e-2 };
-    if (dtype === 'bfloat16') return { atol: 1e-2, rtol: 5e-2 };
+    if (['float16', 'bfloat16'].includes(c.inputs.query.dtype)) return anchorTolerance(c);
     const bound = 2e-6 * conditioning;
     let peak = peakOf(expected);
     if (name === 'output') peak = Math.max(peak, (values ??= valuePeak(c, packed)));

@@ -282,21 +282,13 @@ Status build_tensor(const std::string& name, const JsonValue& json, Tensor* out)
 
 namespace {
 
-// The outputs a case without "outputs" produces, as the op registry decides.
-std::vector<std::string> default_case_outputs(const std::string& op, bool has_past) {
-  if (op.find("QAttention") != std::string::npos) {
-    return has_past ? std::vector<std::string>{"output", "present"} : std::vector<std::string>{"output"};
-  }
-  return {"output", "present_key", "present_value"};
-}
-
 // The fields after the tensors: what a comparison checks the results against, and notes for people and peers.
 // A misspelt or mistyped one is refused, so a check the writer meant is never silently dropped.
 Status check_case_annotations(const JsonValue& json, const std::string& op, bool has_past,
                               const std::vector<std::string>& outputs) {
   if (const JsonValue* expected = json.find("expected")) {
     if (!expected->is_object()) return Status::Error("expected: must be an object of named tensors");
-    const std::vector<std::string> produced = outputs.empty() ? default_case_outputs(op, has_past) : outputs;
+    const std::vector<std::string>& produced = outputs.empty() ? default_outputs(op, has_past) : outputs;
     for (const auto& m : expected->members()) {
       if (std::find(produced.begin(), produced.end(), m.first) == produced.end()) {
         std::string list;

@@ -114,6 +114,8 @@ Status resolve_outputs(const std::vector<std::string>& requested, const std::vec
 namespace {
 
 const char kGqa[] = "GroupQueryAttention";
+const std::vector<std::string> kGqaOutputs{"output", "present_key", "present_value", "output_qk"};
+const std::vector<std::string> kGqaDefaults{"output", "present_key", "present_value"};
 
 const InputSlot<GqaInputs> kGqaInputSlots[] = {
     {"query", &GqaInputs::query},
@@ -177,9 +179,7 @@ Status decode_gqa_call(const JsonValue& attrs, const InputMap& inputs,
                        const std::vector<std::string>& requested_outputs, GqaCall* call) {
   ATTNKIT_RETURN_IF_ERROR(decode_gqa_attributes(attrs, &call->attrs));
   ATTNKIT_RETURN_IF_ERROR(bind_inputs(inputs, kGqaInputSlots, kGqa, &call->inputs));
-  static const std::vector<std::string> kOutputs{"output", "present_key", "present_value", "output_qk"};
-  static const std::vector<std::string> kDefaults{"output", "present_key", "present_value"};
-  ATTNKIT_RETURN_IF_ERROR(resolve_outputs(requested_outputs, kOutputs, kDefaults, kGqa, &call->outputs));
+  ATTNKIT_RETURN_IF_ERROR(resolve_outputs(requested_outputs, kGqaOutputs, kGqaDefaults, kGqa, &call->outputs));
   call->request.present_key = call->request.present_value = call->request.output_qk = false;
   for (const std::string& name : call->outputs) {
     if (name == "present_key") call->request.present_key = true;
@@ -195,6 +195,8 @@ Status decode_gqa_call(const JsonValue& attrs, const InputMap& inputs,
 namespace {
 
 const char kQAttention[] = "QAttention";
+// Default outputs: output, and present when past is given (ORT fails without it).
+const std::vector<std::string> kQAttentionOutputs{"output", "present"}, kQAttentionWithoutPast{"output"};
 
 const InputSlot<QAttentionInputs> kQAttentionInputSlots[] = {
     {"input", &QAttentionInputs::input},
@@ -238,10 +240,9 @@ Status decode_qattention_call(const JsonValue& attrs, const InputMap& inputs,
                               const std::vector<std::string>& requested_outputs, QAttentionCall* call) {
   ATTNKIT_RETURN_IF_ERROR(decode_qattention_attributes(attrs, &call->attrs));
   ATTNKIT_RETURN_IF_ERROR(bind_inputs(inputs, kQAttentionInputSlots, kQAttention, &call->inputs));
-  // Default outputs: output, and present when past is given (ORT fails without it).
-  static const std::vector<std::string> kOutputs{"output", "present"}, kWithoutPast{"output"};
-  ATTNKIT_RETURN_IF_ERROR(resolve_outputs(requested_outputs, kOutputs, inputs.count("past") ? kOutputs : kWithoutPast,
-                                          kQAttention, &call->outputs));
+  ATTNKIT_RETURN_IF_ERROR(resolve_outputs(requested_outputs, kQAttentionOutputs,
+                                          default_outputs(kQAttention, inputs.count("past") > 0), kQAttention,
+                                          &call->outputs));
   call->request.present = false;
   for (const std::string& name : call->outputs) {
     if (name == "present") call->request.present = true;
@@ -282,6 +283,11 @@ std::string canonical_op_name(const std::string& op) {
   static const std::string kDomain = "com.microsoft.";
   if (op.compare(0, kDomain.size(), kDomain) == 0) return op.substr(kDomain.size());
   return op;
+}
+
+const std::vector<std::string>& default_outputs(const std::string& op, bool has_past) {
+  if (canonical_op_name(op) == kQAttention) return has_past ? kQAttentionOutputs : kQAttentionWithoutPast;
+  return kGqaDefaults;
 }
 
 Status check_op(const std::string& op) {

@@ -30,6 +30,8 @@ Status run_op(const std::string& op, const JsonValue& attrs, const InputMap& inp
 Status check_op(const std::string& op);
 // "GroupQueryAttention" for "com.microsoft.GroupQueryAttention" and the like.
 std::string canonical_op_name(const std::string& op);
+// The outputs a call of `op` that requests none returns (QAttention's depend on whether past is given).
+const std::vector<std::string>& default_outputs(const std::string& op, bool has_past);
 
 // ---------------------------------------------------------------------------------------------
 // Building blocks for op handlers (shared by run_op, the reference runner in native/case, and any
