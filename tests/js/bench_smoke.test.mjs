@@ -16,6 +16,7 @@ const benchDir = fileURLToPath(new URL('../../bench/js/', import.meta.url));
 const once = ['--threads', '1', '--iters', '1'];
 
 function runBench(script, args) {
+  assert.ok(cliAvailable(), `${defaultCli} is missing: build it first (bash scripts/build.sh, which npm test runs)`);
   const r = spawnSync(process.execPath, [`${benchDir}${script}`, ...args], { encoding: 'utf8', timeout: 180000 });
   assert.equal(r.status, 0, `${script} exited ${r.status ?? r.signal}:\n${r.stderr.slice(-2000)}`);
   return r.stdout;
@@ -31,15 +32,14 @@ for (const [script, args, prefix, count] of [
   ['wasm_vs_ort.mjs', ['--quick', ...once, '--budget-ms', '50', '--native-rounds', '2', '--filter', 'T=2048 int4'],
     'gqa/', 1],
 ]) {
-  test(`${script} runs every side of its cases and exits 0`, { skip: !cliAvailable() && `${defaultCli} not built` },
-    () => {
-      const rows = rowsOf(runBench(script, args), prefix);
-      assert.equal(rows.length, count, `${script}: expected ${count} rows`);
-      for (const row of rows) assert.doesNotMatch(row, /NaN| - /, `${script}: a side did not run: ${row}`);
-    });
+  test(`${script} runs every side of its cases and exits 0`, () => {
+    const rows = rowsOf(runBench(script, args), prefix);
+    assert.equal(rows.length, count, `${script}: expected ${count} rows`);
+    for (const row of rows) assert.doesNotMatch(row, /NaN| - /, `${script}: a side did not run: ${row}`);
+  });
 }
 
-test('a bench exits 1 naming the side that failed', { skip: !cliAvailable() && `${defaultCli} not built` }, () => {
+test('a bench exits 1 naming the side that failed', () => {
   const r = spawnSync(process.execPath, [`${benchDir}gqa_ort.mjs`, '--quick', ...once, '--rounds', '1', '--cli',
     '/bin/false'], { encoding: 'utf8', timeout: 180000 });
   assert.equal(r.status, 1, r.stderr);
