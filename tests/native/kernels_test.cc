@@ -291,6 +291,11 @@ TEST(KernelSoftmax, RowOpsMatchScalarBitsAndReference) {
       }
       t->softmax.scale(buf.as<float>(), n, 0.37f);
       for (size_t i = 0; i < n; ++i) ASSERT_EQ(scalar_exp[i] * 0.37f, buf.as<float>()[i]) << t->isa;
+      const std::vector<float> scaled(buf.as<float>(), buf.as<float>() + n);
+      Guarded addend(n * 4);
+      std::memcpy(addend.as<float>(), x.data(), n * 4);  // -inf and -1e30 among them
+      t->softmax.add(buf.as<float>(), addend.as<float>(), n);
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(float_bits(scaled[i] + x[i]), float_bits(buf.as<float>()[i])) << t->isa;
       // softcap: tanh is within a few ulp of 1 absolute (polynomial below 0.625, 1 - 2/(e^2x+1)
       // above), so cap * tanh is within cap * 2^-21 of the true value.
       std::memcpy(buf.as<float>(), x.data(), n * 4);

@@ -6,6 +6,6 @@ namespace attnkit {
 
 extern const SoftmaxKernels kSoftmax_avx2;
 const SoftmaxKernels kSoftmax_avx2 = {reduce_max_simd<Vec256>, exp_sum_simd<Vec256>, scale_simd<Vec256>,
-                                        softcap_simd<Vec256>};
+                                      add_simd<Vec256>, softcap_simd<Vec256>};
 
 }  // namespace attnkit

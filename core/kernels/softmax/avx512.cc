@@ -6,6 +6,6 @@ namespace attnkit {
 
 extern const SoftmaxKernels kSoftmax_avx512;
 const SoftmaxKernels kSoftmax_avx512 = {reduce_max_simd<Vec512>, exp_sum_simd<Vec512>, scale_simd<Vec512>,
-                                        softcap_simd<Vec512>};
+                                        add_simd<Vec512>, softcap_simd<Vec512>};
 
 }  // namespace attnkit

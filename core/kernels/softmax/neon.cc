@@ -7,6 +7,6 @@ namespace attnkit {
 
 extern const SoftmaxKernels kSoftmax_neon;
 const SoftmaxKernels kSoftmax_neon = {reduce_max_simd<Vec128>, exp_sum_simd<Vec128>, scale_simd<Vec128>,
-                                        softcap_simd<Vec128>};
+                                      add_simd<Vec128>, softcap_simd<Vec128>};
 
 }  // namespace attnkit

@@ -25,6 +25,10 @@ void scale_scalar(float* x, size_t n, float s) {
   for (size_t i = 0; i < n; ++i) x[i] *= s;
 }
 
+void add_scalar(float* x, const float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
 void softcap_scalar(float* x, size_t n, float cap) {
   const float inv_cap = 1.0f / cap;
   for (size_t i = 0; i < n; ++i) x[i] = cap * exp_poly::tanh(x[i] * inv_cap);
@@ -33,7 +37,7 @@ void softcap_scalar(float* x, size_t n, float cap) {
 }  // namespace
 
 extern const SoftmaxKernels kSoftmax_scalar;
-const SoftmaxKernels kSoftmax_scalar = {reduce_max_scalar, exp_sum_scalar, scale_scalar,
+const SoftmaxKernels kSoftmax_scalar = {reduce_max_scalar, exp_sum_scalar, scale_scalar, add_scalar,
                                         softcap_scalar};
 
 }  // namespace attnkit

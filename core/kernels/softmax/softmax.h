@@ -13,6 +13,8 @@ struct SoftmaxKernels {
   float (*exp_sum)(float* x, size_t n, float max);
   // x[i] *= s.
   void (*scale)(float* x, size_t n, float s);
+  // x[i] += y[i]: adds a block's partial sums into a running output row.
+  void (*add)(float* x, const float* y, size_t n);
   // x[i] = cap * tanh(x[i] / cap), cap > 0.
   void (*softcap)(float* x, size_t n, float cap);
 };

@@ -147,6 +147,13 @@ void scale_simd(float* x, size_t n, float s) {
   for (; i < n; ++i) x[i] *= s;
 }
 
+template <class T>
+void add_simd(float* x, const float* y, size_t n) {
+  size_t i = 0;
+  for (; i + T::W <= n; i += T::W) T::store(x + i, T::add(T::load(x + i), T::load(y + i)));
+  for (; i < n; ++i) x[i] += y[i];
+}
+
 // Four vectors at a time (tanh_vecs): a wasm prefill S=T=512 (one thread) spent about 6 ms of 39 here, now 2.
 template <class T>
 void softcap_simd(float* x, size_t n, float cap) {

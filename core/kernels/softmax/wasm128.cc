@@ -7,6 +7,6 @@ namespace attnkit {
 
 extern const SoftmaxKernels kSoftmax_wasm128;
 const SoftmaxKernels kSoftmax_wasm128 = {reduce_max_simd<Vec128>, exp_sum_simd<Vec128>, scale_simd<Vec128>,
-                                        softcap_simd<Vec128>};
+                                         add_simd<Vec128>, softcap_simd<Vec128>};
 
 }  // namespace attnkit

@@ -357,11 +357,10 @@ GqaTiling plan_gqa(const GqaProblem& p, bool flash, int64_t block_keys) {
   t.score_rows = flash ? std::min(M, kFlashRunRows) : M;
   t.v_widen_keys = flash && p.seq > 1 && sv_widen_for(kernel_table().sv, p.cache_dtype) ? t.kv_block : 0;
   t.naive_span = flash ? 0 : max_total;
-  // Q tile, O tile, scores/probabilities, running max and sum, packed K panels, the widened V block, one bias row,
-  // and the query row loader's rotary/rounding work area.
-  t.worker_floats =
-      static_cast<uint64_t>(2 * M * H + t.score_rows * span + 2 * M + (t.panel_keys + t.v_widen_keys) * H + span +
-                            p.rotary_dim + H);
+  // Q tile, O tile, scores/probabilities, running max and sum, packed K panels, the widened V block, one key
+  // block's value sums, one bias row, and the query row loader's rotary/rounding work area.
+  t.worker_floats = static_cast<uint64_t>(2 * M * H + t.score_rows * span + 2 * M +
+                                          (t.panel_keys + t.v_widen_keys + t.score_rows) * H + span + p.rotary_dim + H);
   if (t.kv_chunk > 0)
     t.shared_floats = static_cast<uint64_t>(p.batch * p.kv_heads * t.kv_chunks * M * (H + 2));
   return t;
