@@ -4,7 +4,8 @@
 // Exit codes as native: 0 ok, 2 invalid case or arguments (one line on stderr), 1 I/O or internal.
 import fs from 'node:fs';
 import { AttnkitError, createInstance, prepareCase } from '../index.js';
-import { listCases, parseCaseJson, tensorToJson } from '../case.js';
+import { listCases, parseCaseJson } from '../case.js';
+import { writeRunResults } from '../run_result.js';
 
 const USAGE = `usage: attnkit.mjs run CASE.json --target wasm [--out OUT.json] [--threads N] [--isa NAME] [--path auto|naive|flash] [--case NAME|INDEX] [--build auto|simd-threaded|simd]
        attnkit.mjs bench CASE.json --target wasm [--iters N] [--warmup N] [--threads N] [--isa NAME] [--path ...] [--case NAME|INDEX] [--build ...]
@@ -107,12 +108,15 @@ function runCommand(attnkit, o) {
       if (e instanceof AttnkitError && many) e.message = `case ${name}: ${e.message}`;
       throw e;
     }
-    const json = {};
-    for (const [key, t] of Object.entries(outputs)) json[key] = tensorToJson(t);
-    results.push({ name, outputs: json });
+    results.push({ name, outputs });
   }
-  // Nothing is written unless every case succeeded, as natively.
-  write(o, `${JSON.stringify(many ? results : results[0])}\n`);
+  // Nothing is written unless every case succeeded, as natively; large tensors go out a slice at a time.
+  const fd = o.out ? fs.openSync(o.out, 'w') : null;
+  try {
+    writeRunResults(fd === null ? (text) => process.stdout.write(text) : (text) => fs.writeSync(fd, text), results, many);
+  } finally {
+    if (fd !== null) fs.closeSync(fd);
+  }
 }
 
 function benchCommand(attnkit, o) {

@@ -2,11 +2,11 @@
 // exercise exactly what users run. Returns outputs in the same { name: { dtype, shape, data } } form as the ORT target.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { materializeTensor } from '../case.js';
+import { parseRunOutput } from '../run_result.js';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 export const defaultCli = process.env.ATTNKIT_CLI ?? join(repoRoot, 'build/native/attnkit');
@@ -25,14 +25,14 @@ function execCli(cli, args) {
   });
 }
 
-// A case given as an object is written to a temporary file; a string is taken as the path of a case file.
+// fn(case file, a temporary folder): a case given as an object is written there; a string is the path of a case file.
 async function withCaseFile(caseOrPath, fn) {
-  if (typeof caseOrPath === 'string') return fn(caseOrPath);
   const dir = await mkdtemp(join(tmpdir(), 'attnkit-case-'));
-  const file = join(dir, 'case.json');
   try {
+    if (typeof caseOrPath === 'string') return await fn(caseOrPath, dir);
+    const file = join(dir, 'case.json');
     await writeFile(file, JSON.stringify(caseOrPath));
-    return await fn(file);
+    return await fn(file, dir);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -55,22 +55,20 @@ function failure(res) {
 
 // `attnkit run` (or `run --reference`). Resolves to { outputs, timeMs } or { error, exitCode, stderr }.
 export async function runNative(caseOrPath, { cli = defaultCli, reference = false, ...opts } = {}) {
-  return withCaseFile(caseOrPath, async (file) => {
-    const args = ['run', file, ...optionArgs(opts)];
+  return withCaseFile(caseOrPath, async (file, dir) => {
+    const out = join(dir, 'out.json');
+    const args = ['run', file, '--out', out, ...optionArgs(opts)];
     if (reference) args.push('--reference');
     const t0 = performance.now();
     const res = await execCli(cli, args);
     const timeMs = performance.now() - t0;
     if (res.exitCode !== 0) return failure(res);
-    let parsed;
     try {
-      parsed = JSON.parse(res.stdout);
+      const { name, outputs } = parseRunOutput(await readFile(out));
+      return { outputs, timeMs, name };
     } catch (err) {
-      return { error: `attnkit printed invalid JSON: ${err.message}`, exitCode: res.exitCode, stderr: res.stderr };
+      return { error: `attnkit wrote an unreadable result: ${err.message}`, exitCode: res.exitCode, stderr: res.stderr };
     }
-    const outputs = {};
-    for (const [name, t] of Object.entries(parsed.outputs ?? {})) outputs[name] = materializeTensor(t, name);
-    return { outputs, timeMs, name: parsed.name };
   });
 }
 
