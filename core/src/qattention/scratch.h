@@ -22,6 +22,8 @@ constexpr size_t kQAttentionPackedMinRows = 8;
 // tasks instead of one per head, and 96 rows split into whole 12-row kernel tiles. Each row is scored and
 // normalized on its own, so the blocking changes no bits.
 constexpr size_t kQAttentionQueryBlock = 96;
+// Keys per block of the probabilities-by-V product, whose block sums then join the output rows (qattention.cc).
+constexpr int64_t kQAttentionSumKeys = 512;
 
 // The large sizes are 64-bit on wasm32 too: the call checks peak_scratch_bytes against size_t before it allocates,
 // so every size it takes from them then fits.
@@ -36,7 +38,7 @@ struct QAttentionLayout {
   bool head_tasks = false;          // one task per head: its projection columns, then its attention
   size_t row_ranges = 0;            // a few input rows: the weight's rows split into this many tasks, else 0
   size_t query_block = 0;           // query rows per attention task
-  uint64_t attention_floats = 0;     // per worker: Q, K, V, O rows, the query_block x T scores, K panels
+  uint64_t attention_floats = 0;     // per worker: Q, K, V, O and block-sum rows, query_block x T scores, K panels
   uint64_t shared_panel_floats = 0;  // K panels packed once for all of a head's row blocks, then its V rows; or 0
   uint64_t peak_scratch_bytes = 0;   // projection buffer + the larger per-phase scratch (head tasks: the sum)
 };
