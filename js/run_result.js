@@ -12,7 +12,8 @@ export function writeRunResults(put, results, many, sliceBytes = 3 << 20) {
   results.forEach(({ name, outputs }, i) => {
     put(`${i ? ',' : ''}{"name":${JSON.stringify(name)},"outputs":{`);
     Object.entries(outputs).forEach(([key, t], j) => {
-      put(`${j ? ',' : ''}${JSON.stringify(key)}:{"dtype":${JSON.stringify(t.dtype)},"shape":${JSON.stringify(t.shape)},"base64":"`);
+      const head = `"dtype":${JSON.stringify(t.dtype)},"shape":${JSON.stringify(t.shape)}`;
+      put(`${j ? ',' : ''}${JSON.stringify(key)}:{${head},"base64":"`);
       const bytes = Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
       for (let a = 0; a < bytes.length; a += slice) put(bytes.toString('base64', a, Math.min(bytes.length, a + slice)));
       put('"}');
@@ -38,7 +39,9 @@ export function parseRunOutput(bytes, sliceChars = 64 << 20) {
   const outputs = {};
   for (const [name, t] of Object.entries(parsed.outputs ?? {})) {
     const info = DTYPES[t.dtype], bytesOfData = payloads[t.base64];
-    if (!info || !Array.isArray(t.shape) || bytesOfData === undefined) throw new Error(`output ${name} is not a tensor`);
+    if (!info || !Array.isArray(t.shape) || bytesOfData === undefined) {
+      throw new Error(`output ${name} is not a tensor`);
+    }
     const count = elementCount(t.shape);
     if (bytesOfData.length !== count * info.bytes) {
       throw new Error(`output ${name} holds ${bytesOfData.length} bytes, not the ${count * info.bytes} of its shape`);
@@ -55,7 +58,9 @@ function decodeBase64(bytes, start, end, slice) {
   const padding = end - start >= 4 ? (text(end - 2, end).match(/=+$/)?.[0].length ?? 0) : 0;
   const out = Buffer.from(new ArrayBuffer(((end - start) / 4) * 3 - padding));
   let written = 0;
-  for (let a = start; a < end; a += slice) written += Buffer.from(text(a, Math.min(end, a + slice)), 'base64').copy(out, written);
+  for (let a = start; a < end; a += slice) {
+    written += Buffer.from(text(a, Math.min(end, a + slice)), 'base64').copy(out, written);
+  }
   if (written !== out.length) throw new Error('invalid base64');
   return out;
 }

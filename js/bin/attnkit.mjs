@@ -113,7 +113,8 @@ function runCommand(attnkit, o) {
   // Nothing is written unless every case succeeded, as natively; large tensors go out a slice at a time.
   const fd = o.out ? fs.openSync(o.out, 'w') : null;
   try {
-    writeRunResults(fd === null ? (text) => process.stdout.write(text) : (text) => fs.writeSync(fd, text), results, many);
+    const put = fd === null ? (text) => process.stdout.write(text) : (text) => fs.writeSync(fd, text);
+    writeRunResults(put, results, many);
   } finally {
     if (fd !== null) fs.closeSync(fd);
   }

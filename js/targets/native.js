@@ -67,7 +67,8 @@ export async function runNative(caseOrPath, { cli = defaultCli, reference = fals
       const { name, outputs } = parseRunOutput(await readFile(out));
       return { outputs, timeMs, name };
     } catch (err) {
-      return { error: `attnkit wrote an unreadable result: ${err.message}`, exitCode: res.exitCode, stderr: res.stderr };
+      const error = `attnkit wrote an unreadable result: ${err.message}`;
+      return { error, exitCode: res.exitCode, stderr: res.stderr };
     }
   });
 }

@@ -40,8 +40,10 @@ test('parseRunOutput decodes every tensor across slices of any size, bit for bit
 });
 
 test('writeRunResults writes JSON.stringify\'s document in slices of any size, and reads back', () => {
-  const results = [{ name: 'first', outputs: tensors }, { name: 'second "quoted"', outputs: { output: tensors.output } }];
-  const asJson = (r) => ({ name: r.name, outputs: Object.fromEntries(Object.entries(r.outputs).map(([k, t]) => [k, tensorToJson(t)])) });
+  const second = { name: 'a "quoted" one', outputs: { output: tensors.output } };
+  const results = [{ name: 'first', outputs: tensors }, second];
+  const jsonTensors = (outputs) => Object.fromEntries(Object.entries(outputs).map(([k, t]) => [k, tensorToJson(t)]));
+  const asJson = (r) => ({ name: r.name, outputs: jsonTensors(r.outputs) });
   for (const slice of [3, 6, 9, 3 << 20]) {
     for (const many of [false, true]) {
       const pieces = [];
@@ -52,7 +54,9 @@ test('writeRunResults writes JSON.stringify\'s document in slices of any size, a
     const pieces = [];
     writeRunResults((text) => pieces.push(text), results.slice(0, 1), false, slice);
     const back = parseRunOutput(Buffer.from(pieces.join('')), 8).outputs;
-    for (const [k, t] of Object.entries(tensors)) assert.deepEqual(Buffer.from(back[k].data.buffer), Buffer.from(t.data.buffer), k);
+    for (const [k, t] of Object.entries(tensors)) {
+      assert.deepEqual(Buffer.from(back[k].data.buffer), Buffer.from(t.data.buffer), k);
+    }
   }
 });
 
@@ -68,13 +72,16 @@ test('parseRunOutput refuses a result it cannot read whole', () => {
   for (const [text, message] of cases) assert.throws(() => parseRunOutput(Buffer.from(text), 8), message);
 });
 
-test('a real CLI result reads as the plain JSON reading of the same bytes', { skip: !cliAvailable() && 'no CLI' }, async () => {
+const noCli = !cliAvailable() && `${defaultCli} is not built`;
+test('a real CLI result reads as the plain JSON reading of the same bytes', { skip: noCli }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'attnkit-native-target-'));
   try {
     const rand = (seed) => ({ random: { seed } });
     const c = {
       name: 'quantized chunk', op: 'GroupQueryAttention',
-      attrs: { num_heads: 4, kv_num_heads: 2, k_quant_type: 'PER_CHANNEL', v_quant_type: 'PER_CHANNEL', kv_cache_bit_width: 4 },
+      attrs: {
+        num_heads: 4, kv_num_heads: 2, k_quant_type: 'PER_CHANNEL', v_quant_type: 'PER_CHANNEL', kv_cache_bit_width: 4,
+      },
       inputs: {
         query: { dtype: 'float32', shape: [1, 3, 128], ...rand(1) },
         key: { dtype: 'float32', shape: [1, 3, 64], ...rand(2) },
@@ -91,7 +98,8 @@ test('a real CLI result reads as the plain JSON reading of the same bytes', { sk
     const file = join(dir, 'case.json');
     writeFileSync(file, JSON.stringify(c));
     for (const reference of [false, true]) {
-      const printed = JSON.parse(execFileSync(defaultCli, ['run', file, ...(reference ? ['--reference'] : [])], { encoding: 'utf8' }));
+      const args = ['run', file, ...(reference ? ['--reference'] : [])];
+      const printed = JSON.parse(execFileSync(defaultCli, args, { encoding: 'utf8' }));
       const read = await runNative(file, { reference });
       assert.equal(read.error, undefined, read.error);
       assert.equal(read.name, 'quantized chunk');
