@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "attnkit/tensor.h"
 
@@ -32,6 +33,21 @@ TEST(MemoryPoison, UnsetStorageIsPoisonedFreshOrRecycled) {
   zeroed.reset(DType::kInt8, Shape{65536});
   EXPECT_TRUE(std::all_of(zeroed.storage.begin(), zeroed.storage.end(), [](uint8_t b) { return b == 0; }));
 }
+
+#if defined(__linux__) && !defined(__EMSCRIPTEN__)
+// Blocks above what the pool keeps (256 MiB) are mapped afresh for each call, on Linux 2 MiB-aligned so that
+// transparent huge pages can back them (tensor.cc); poisoned, written and freed like any other.
+TEST(MemoryPoison, BlocksAboveThePoolAreHugePageAlignedAndWhole) {
+  for (int round = 0; round < 2; ++round) {
+    Tensor t;
+    t.reset_uninitialized(DType::kUInt8, Shape{int64_t{260} << 20});
+    ASSERT_EQ(t.storage.size(), size_t{260} << 20);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.storage.data()) % (uintptr_t{2} << 20), 0u);
+    EXPECT_TRUE(std::all_of(t.storage.begin(), t.storage.end(), [](uint8_t b) { return b == 0xFF; }));
+    t.storage.front() = t.storage.back() = 0;
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace attnkit
