@@ -256,7 +256,7 @@ void task_key_range(const GqaProblem& p, const Tile& tile, int64_t* lo_out, int6
   *hi_out = std::max(kv_hi, kv_lo);
 }
 
-// Naive: materializes the task's score rows over its whole key span, then one softmax and one SV.
+// Naive: materializes the task's score rows over its whole key span, then one softmax, then SV by key blocks.
 void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
   const GqaProblem& p = c.p;
   const int64_t H = p.head_size, nq = tile.rows(), M = p.group * nq;
