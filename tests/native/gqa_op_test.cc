@@ -235,8 +235,8 @@ TEST(GqaOp, PromptsSpanSeveralFlashTasks) {
 // Long contexts: random values cancel to outputs far below max|V| (about 1/sqrt(T) of it), and one fp32 chain of
 // multiply-adds over all T keys rounds by about sqrt(T) ulps of its partial sums: at T = 65536 that sat 5e-6 to 1e-5
 // of the output's peak from the reference (naive, and flash prompts; flash decoding's split-KV chunks of at most 2048
-// keys stayed within the bound). Summed by key blocks (attention.cc, add_values) it stays within 2e-6 of the peak:
-// js/tolerance.js's fp32 bound, whose floor for a quantized cache is the output's peak.
+// keys stayed within the bound). Summed by key blocks (attention.cc, add_block_values) it stays within 2e-6 of the
+// peak: js/tolerance.js's fp32 bound, whose floor for a quantized cache is the output's peak.
 TEST(GqaOp, LongContextSumsStayWithinTheFp32BoundOfTheOutputsPeak) {
   const CacheKind caches[] = {{"NONE", 0}, {"PER_TENSOR", 8}};
   for (const CacheKind& cache : caches)

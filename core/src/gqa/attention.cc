@@ -144,14 +144,16 @@ void accumulate_values(const AttentionContext& c, int64_t b, int64_t key0, size_
     c.sv(M, n - split, H, P + split, ldp, V + split * c.row_bytes, c.row_bytes, O, H, accumulate || split > 0);
 }
 
-// O (rows x H) = P . V over keys [key0, key0 + n) where `first`, else O += that product. A single fp32 chain of
-// multiply-adds over a long context rounds by about sqrt(n) ulps of the output's scale, so a later block's sums
-// start from zero in s.block_sums and only then join O: about sqrt(block) + sqrt(blocks) ulps instead. Four
-// query rows after 131,068 int8 keys (N=32, Nk=8, H=128): 1.8e-7 from the fp64 reference at an output peak of
-// 1.2e-2 (ORT 1.31.1: 1.7e-7), now 1.1e-8; the added pass costs one add per output element and block.
-void add_values(const AttentionContext& c, const Scratch& s, int64_t b, int64_t key0, size_t rows, size_t n,
-                const float* P, size_t ldp, const uint8_t* V, float* O, bool first) {
-  accumulate_values(c, b, key0, rows, n, P, ldp, V, first ? O : s.block_sums, false);
+// O (rows x H) = one key block's P . V where `first`, else O += it; sv_into(out) writes that product into out
+// (stride H). A single fp32 chain of multiply-adds over a long context rounds by about sqrt(n) ulps of the output's
+// scale, so a later block's sums start from zero in s.block_sums and only then join O: about sqrt(block) +
+// sqrt(blocks) ulps instead. Four query rows after 131,068 int8 keys (N=32, Nk=8, H=128): 1.8e-7 from the fp64
+// reference at an output peak of 1.2e-2 (ORT 1.31.1: 1.7e-7), now 1.1e-8; the added pass costs one add per output
+// element and block.
+template <class SvInto>
+void add_block_values(const AttentionContext& c, const Scratch& s, size_t rows, float* O, bool first,
+                      SvInto&& sv_into) {
+  sv_into(first ? O : s.block_sums);
   if (!first) c.kt.softmax.add(O, s.block_sums, rows * static_cast<size_t>(c.p.head_size));
 }
 
@@ -295,8 +297,10 @@ void naive_task(const AttentionContext& c, Scratch& s, const Tile& tile) {
   }
   for (int64_t j = 0; j == 0 || j < span; j += c.t.kv_block) {  // no keys at all: one call zeroes the outputs
     const int64_t n = std::min(c.t.kv_block, span - j);
-    add_values(c, s, tile.b, kv_lo + j, static_cast<size_t>(M), static_cast<size_t>(n), s.scores + j, s.span,
-               tile.v + static_cast<size_t>(kv_lo + j) * c.row_bytes, s.o_tile, j == 0);
+    add_block_values(c, s, static_cast<size_t>(M), s.o_tile, j == 0, [&](float* out) {
+      accumulate_values(c, tile.b, kv_lo + j, static_cast<size_t>(M), static_cast<size_t>(n), s.scores + j, s.span,
+                        tile.v + static_cast<size_t>(kv_lo + j) * c.row_bytes, out, false);
+    });
   }
   for (int64_t r = 0; r < M; ++r)
     write_output_row(c, tile, r / nq, tile.i0 + r % nq, s.o_tile + r * H, s.row_sum[r]);
@@ -389,19 +393,20 @@ void flash_rows(const AttentionContext& c, Scratch& s, const Tile& tile, int64_t
     // SV runs once per run of segments (kFlashRunRows), whose scores are held from s.scores on: every output is the
     // same chain over the same keys, so the bits do not depend on how rows are grouped.
     SvRun run;
-    // The first block writes its sums into the zeroed output rows; later ones add theirs (add_values).
+    // The first block writes its sums into the zeroed output rows; later ones add theirs (add_block_values).
     const bool first = j0 == c0;
     const auto flush = [&] {
       const size_t rows = static_cast<size_t>(run.r1 - run.r0), keys = static_cast<size_t>(run.k1 - run.k0);
-      float* o = s.o_tile + run.r0 * H;
-      if (rows > 0 && widened) {
-        c.kt.sv.f32(rows, keys, static_cast<size_t>(H), s.scores + run.k0, s.span,
-                    reinterpret_cast<const uint8_t*>(s.v_block + run.k0 * H), static_cast<size_t>(H) * sizeof(float),
-                    first ? o : s.block_sums, static_cast<size_t>(H), false);
-        if (!first) c.kt.softmax.add(o, s.block_sums, rows * static_cast<size_t>(H));
-      } else if (rows > 0) {
-        add_values(c, s, tile.b, j0 + run.k0, rows, keys, s.scores + run.k0, s.span,
-                   block.v + static_cast<size_t>(run.k0) * c.row_bytes, o, first);
+      if (rows > 0) {
+        add_block_values(c, s, rows, s.o_tile + run.r0 * H, first, [&](float* out) {
+          if (widened)
+            c.kt.sv.f32(rows, keys, static_cast<size_t>(H), s.scores + run.k0, s.span,
+                        reinterpret_cast<const uint8_t*>(s.v_block + run.k0 * H),
+                        static_cast<size_t>(H) * sizeof(float), out, static_cast<size_t>(H), false);
+          else
+            accumulate_values(c, tile.b, j0 + run.k0, rows, keys, s.scores + run.k0, s.span,
+                              block.v + static_cast<size_t>(run.k0) * c.row_bytes, out, false);
+        });
       }
       run = SvRun();
     };

@@ -56,7 +56,7 @@ struct Scratch {
   float* row_sum;  // M
   float* panels;   // packed K block
   float* v_block;  // a prompt's V block in fp32 (v_widen_keys x H)
-  float* block_sums;  // score_rows x H: one key block's P . V before it joins o_tile (add_values)
+  float* block_sums;  // score_rows x H: one key block's P . V before it joins o_tile (add_block_values)
   float* bias;     // one bias row segment
   float* work;     // the query row loader's work area
   size_t span;

@@ -278,15 +278,16 @@ void attend(const QAttentionProblem& p, const KernelTable& kt, const QAttentionL
     inv_sums[r] = 1.0f / kt.softmax.exp_sum(row, T, max);  // the row's max contributes exp(0) = 1
   }
   // By key blocks, each summed from zero and then added into o, as GroupQueryAttention does (gqa/attention.cc,
-  // add_values): one fp32 chain over a long past rounds by about sqrt(T) ulps of its partial sums. One token after
-  // 16,383 (B=1, D=768, N=12): 4.4e-8 from the reference at an output peak of 1.6e-2, now 6.5e-9.
+  // add_block_values): one fp32 chain over a long past rounds by about sqrt(T) ulps of its partial sums. One token
+  // after 16,383 (B=1, D=768, N=12): 4.4e-8 from the reference at an output peak of 1.6e-2, now 6.5e-9.
   float* block_sums = cursor;
   cursor += rows * Hp;
   for (int64_t j = 0; j == 0 || j < T; j += kQAttentionSumKeys) {
     const size_t keys = static_cast<size_t>(std::min<int64_t>(kQAttentionSumKeys, T - j));
     kt.sv.f32(rows, keys, Hp, scores + j, T, v + j * ldv, ldv * sizeof(float), j == 0 ? o : block_sums,
               j == 0 ? ldo : Hp, false);
-    for (int64_t r = 0; j > 0 && r < rows; ++r) kt.softmax.add(o + r * ldo, block_sums + r * Hp, Hp);
+    if (j > 0)
+      for (int64_t r = 0; r < rows; ++r) kt.softmax.add(o + r * ldo, block_sums + r * Hp, Hp);
   }
   for (int64_t r = 0; r < rows; ++r) {
     kt.softmax.scale(o + r * ldo, static_cast<size_t>(H), inv_sums[r]);
