@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <atomic>
 #include <cmath>
-
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -542,6 +542,22 @@ TEST(CApi, QAttentionCacheMatchesTheStatelessCalls) {
   attnkit_qattention_cache_free(cache);
   EXPECT_EQ(attnkit_qattention_cache_read(nullptr, &null_cache.r), ATTNKIT_INVALID);
   EXPECT_STREQ(attnkit_result_error(null_cache.r), "qattention cache: is null");
+}
+
+// A NULL cache pointer is refused with a message in *result, which is set even so: the header tells callers to
+// free it either way, so a result left as the caller's uninitialised pointer would be freed.
+TEST(CApi, CreateWithANullCachePointerStillSetsTheResult) {
+  auto* const garbage = reinterpret_cast<attnkit_result*>(uintptr_t{0x1234});
+  attnkit_result* kv = garbage;
+  EXPECT_EQ(attnkit_kv_cache_create(1, 2, 8, 16, ATTNKIT_FLOAT32, nullptr, &kv), ATTNKIT_INTERNAL_ERROR);
+  ASSERT_NE(kv, garbage);  // checked before the guard frees it
+  ResultGuard kv_guard{kv};
+  EXPECT_STREQ(attnkit_result_error(kv), "kv cache: the cache pointer is null (nowhere to return it)");
+  attnkit_result* qa = garbage;
+  EXPECT_EQ(attnkit_qattention_cache_create(1, 2, 8, 16, nullptr, &qa), ATTNKIT_INTERNAL_ERROR);
+  ASSERT_NE(qa, garbage);
+  ResultGuard qa_guard{qa};
+  EXPECT_STREQ(attnkit_result_error(qa), "qattention cache: the cache pointer is null (nowhere to return it)");
 }
 
 }  // namespace

@@ -210,9 +210,9 @@ int attnkit_kv_cache_create(int batch, int kv_heads, int head_size, int capacity
 
 int attnkit_kv_cache_create_window(int batch, int kv_heads, int head_size, int capacity, int window,
                                    int cache_dtype, attnkit_kv_cache** cache, attnkit_result** result) {
-  if (!cache) return ATTNKIT_INTERNAL_ERROR;
-  *cache = nullptr;
+  if (cache) *cache = nullptr;
   return guarded(result, [&](attnkit_result* r) {
+    if (!cache) return fail(r, ATTNKIT_INTERNAL_ERROR, "kv cache: the cache pointer is null (nowhere to return it)");
     if (cache_dtype < ATTNKIT_FLOAT32 || cache_dtype > ATTNKIT_INT64)
       return fail(r, ATTNKIT_INVALID, "kv cache: dtype code " + std::to_string(cache_dtype) + " is not valid");
     auto owned = std::make_unique<attnkit_kv_cache>();
@@ -302,9 +302,10 @@ void attnkit_kv_cache_free(attnkit_kv_cache* cache) { delete cache; }
 
 int attnkit_qattention_cache_create(int batch, int heads, int head_size, int capacity,
                                     attnkit_qattention_cache** cache, attnkit_result** result) {
-  if (!cache) return ATTNKIT_INTERNAL_ERROR;
-  *cache = nullptr;
+  if (cache) *cache = nullptr;
   return guarded(result, [&](attnkit_result* r) {
+    if (!cache)
+      return fail(r, ATTNKIT_INTERNAL_ERROR, "qattention cache: the cache pointer is null (nowhere to return it)");
     auto owned = std::make_unique<attnkit_qattention_cache>();
     Status st = owned->cache.init({batch, heads, head_size, capacity});
     if (!st.ok()) return fail(r, st);
