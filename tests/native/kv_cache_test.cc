@@ -361,5 +361,36 @@ TEST(KvCache, RejectsOverflowAndMisuse) {
   EXPECT_TRUE(cache.step(in, attrs, &out).ok());
 }
 
+// A step whose attributes do not fit the cache is told what the cache holds, not about past_key, an input its
+// caller never passed.
+TEST(KvCache, AStepThatDoesNotFitNamesTheCache) {
+  GqaKvCache cache;
+  ASSERT_TRUE(cache.init({1, 2, 8, 4, DType::kInt8}).ok());
+  std::vector<float> x(4 * 8, 0.5f), scale{0.1f};
+  const TensorView q{DType::kFloat32, {1, 1, 32}, x.data()}, kv{DType::kFloat32, {1, 1, 16}, x.data()};
+  const TensorView scale_view{DType::kFloat32, {1}, scale.data()};
+  GqaInputs in;
+  in.query = &q;
+  in.key = in.value = &kv;
+  in.k_scale = in.v_scale = &scale_view;
+  GqaAttributes attrs;
+  attrs.num_heads = 4;
+  attrs.kv_num_heads = 2;
+  Tensor out;
+  const std::string cache_is = "kv cache: the call does not fit the cache (batch 1, kv_heads 2, head_size 8, int8): ";
+  const std::string unquantized = cache.step(in, attrs, &out).message();
+  EXPECT_EQ(unquantized.rfind(cache_is + "as its past_key: dtype must be float32", 0), 0u) << unquantized;
+  attrs.k_quant_type = attrs.v_quant_type = "PER_TENSOR";
+  attrs.kv_cache_bit_width = 8;
+  attrs.kv_num_heads = 4;
+  const TensorView kv4{DType::kFloat32, {1, 1, 32}, x.data()};
+  in.key = in.value = &kv4;
+  EXPECT_EQ(cache.step(in, attrs, &out).message(), cache_is + "as its past_key: dim 1 must equal kv_num_heads 4, got 2");
+  EXPECT_EQ(cache.length(), 0);
+  attrs.kv_num_heads = 2;
+  in.key = in.value = &kv;
+  EXPECT_TRUE(cache.step(in, attrs, &out).ok());
+}
+
 }  // namespace
 }  // namespace attnkit

@@ -48,6 +48,19 @@ bool f16_rows_have_specials(const Tensor& cache, int64_t r0, int64_t r1) {
   return largest >= 0x7c00;
 }
 
+// The op checks the cache as its past_key and past_value, inputs a caller of step() never passes: a call that does
+// not fit the cache (its heads, head size, batch or dtype) is told so with what the cache was created with.
+Status as_cache_mismatch(Status st, const KvCacheConfig& c) {
+  const std::string& m = st.message();
+  for (const char* name : {"past_key: ", "past_value: "}) {
+    if (m.rfind(name, 0) != 0) continue;
+    return Status::Error("kv cache: the call does not fit the cache (batch " + std::to_string(c.batch) + ", kv_heads " +
+                         std::to_string(c.kv_heads) + ", head_size " + std::to_string(c.head_size) + ", " +
+                         dtype_name(c.cache_dtype) + "): as its " + m);
+  }
+  return st;
+}
+
 }  // namespace
 
 Status GqaKvCache::init(const KvCacheConfig& config) {
@@ -134,7 +147,8 @@ Status GqaKvCache::step(const GqaInputs& inputs, const GqaAttributes& attrs, Ten
   full.total_sequence_length = &total_view;
   GqaOutputs outputs;
   const bool f16 = config_.cache_dtype == DType::kFloat16;
-  ATTNKIT_RETURN_IF_ERROR(gqa_kv_cache_step(full, step_attrs, &outputs, options, f16 && !f16_specials_));
+  Status st = gqa_kv_cache_step(full, step_attrs, &outputs, options, f16 && !f16_specials_);
+  if (!st.ok()) return as_cache_mismatch(std::move(st), config_);
   *output = std::move(outputs.output);
   length_ = total;
   if (f16 && !f16_specials_) {

@@ -184,13 +184,14 @@ Status check_qkv(const GqaInputs& in, GqaProblem* p) {
       ATTNKIT_RETURN_IF_ERROR(expect_dim(t, names[i], 2, nk * p->head_size,
                                          "kv_num_heads * head_size ="));
     }
+    // The key against the query first: where only the key's length is off, the message names the key.
     p->kv_seq = in.key->shape[1];
-    if (in.value->shape[1] != p->kv_seq)
-      return fail("value: dim 1 must equal key dim 1 " + str(p->kv_seq) + ", got " +
-                  str(in.value->shape[1]));
     if (p->kv_seq != p->seq && p->kv_seq != 0)
       return fail("key: dim 1 must equal sequence_length " + str(p->seq) +
                   " (or 0 to reuse the past as shared KV), got " + str(p->kv_seq));
+    if (in.value->shape[1] != p->kv_seq)
+      return fail("value: dim 1 must equal key dim 1 " + str(p->kv_seq) + ", got " +
+                  str(in.value->shape[1]));
   }
   if (p->head_size <= 0 || p->head_size % 8 != 0)
     return fail("head_size = " + str(p->head_size) + " must be a positive multiple of 8");
