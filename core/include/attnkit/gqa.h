@@ -1,6 +1,6 @@
 // attnkit: com.microsoft.GroupQueryAttention, the C++ API.
-// Inputs, attributes and outputs carry ORT's names and layouts (spec/ort-semantics.md §1), so a model's
-// tensors can be passed through unchanged; results match ORT's CPU EP (1.30 and 1.31).
+// Inputs, attributes and outputs carry ORT's names and layouts (below), so a model's tensors can be passed
+// through unchanged; results match ORT's CPU EP (1.30 and 1.31).
 #pragma once
 #include <string>
 
@@ -30,21 +30,25 @@ struct GqaAttributes {
 
 // Absent optional inputs are nullptr. The views must stay valid for the call; one may view a tensor of the call's
 // own outputs (a decode loop passing the last present as the past), and the call then fills fresh tensors.
+// Shapes (B batch, S new tokens, N num_heads, Nk kv_num_heads, H head size, P past rows, T total_sequence_length);
+// float inputs take query's dtype unless said otherwise.
 struct GqaInputs {
-  const TensorView* query = nullptr;
-  const TensorView* key = nullptr;
-  const TensorView* value = nullptr;
+  const TensorView* query = nullptr;   // (B, S, N*H); packed QKV, with key and value absent: (B, S, (N + 2 Nk) * H)
+  const TensorView* key = nullptr;     // (B, S, Nk*H), or (B, 0, Nk*H) to attend over the past alone
+  const TensorView* value = nullptr;   // (B, S, Nk*H)
+  // (B, Nk, P, H): query's dtype (or float16/bfloat16 under float32 query); int8 for an 8-bit quantized cache;
+  // uint8 (B, Nk, P, ceil(H/2)) for a 4-bit one, two nibbles a byte
   const TensorView* past_key = nullptr;
-  const TensorView* past_value = nullptr;
-  const TensorView* seqlens_k = nullptr;
-  const TensorView* total_sequence_length = nullptr;
-  const TensorView* cos_cache = nullptr;
-  const TensorView* sin_cache = nullptr;
-  const TensorView* position_ids = nullptr;
-  const TensorView* attention_bias = nullptr;
-  const TensorView* head_sink = nullptr;
-  const TensorView* k_scale = nullptr;
-  const TensorView* v_scale = nullptr;
+  const TensorView* past_value = nullptr;             // as past_key
+  const TensorView* seqlens_k = nullptr;              // int32, B elements: each batch's token count minus 1
+  const TensorView* total_sequence_length = nullptr;  // int32, one element: the largest token count of the batch
+  const TensorView* cos_cache = nullptr;       // (>= T positions, rotary dim / 2: a multiple of 8, <= H/2), do_rotary
+  const TensorView* sin_cache = nullptr;       // as cos_cache
+  const TensorView* position_ids = nullptr;    // int64 (B, >= S): the new tokens' rotary positions
+  const TensorView* attention_bias = nullptr;  // (1 or B, 1 or N, S, T): added to the scores
+  const TensorView* head_sink = nullptr;       // (N): per head, one more score whose value is zero
+  const TensorView* k_scale = nullptr;  // float32, 1 element (PER_TENSOR) or Nk*H (PER_CHANNEL), of any shape
+  const TensorView* v_scale = nullptr;  // as k_scale
   // (H) each, dtype of query, given together with do_rotary = 1 and separate key/value: every new query and key
   // head row x becomes x / sqrt(mean(x^2) + qk_norm_epsilon) * weight before rotary, as ORT's WebGPU EP computes
   // (its CPU EP refuses these inputs).

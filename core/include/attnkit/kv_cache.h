@@ -1,7 +1,7 @@
 // attnkit: a GroupQueryAttention KV cache that lives in attnkit memory and grows in place.
 // Each step appends the new tokens' (rotated, converted or quantized) K/V rows and attends over the
 // whole cache without copying it, which is what makes long-context decoding bandwidth-bound instead
-// of copy-bound. Numbers are those of the stateless op on the same inputs.
+// of copy-bound. Its outputs are the stateless op's bits on the same inputs.
 #pragma once
 #include <vector>
 
@@ -13,7 +13,9 @@ struct KvCacheConfig {
   int64_t batch = 1;
   int64_t kv_heads = 0;
   int64_t head_size = 0;
-  int64_t capacity = 0;                  // most tokens the cache can hold (rows, with a window)
+  // Most tokens the cache can hold (rows, with a window). Each of its two tensors is at most 16 GiB; natively its
+  // pages are taken as tokens arrive, while under wasm32 (4 GiB of memory in all) init() takes its whole size.
+  int64_t capacity = 0;
   DType cache_dtype = DType::kFloat32;   // float32/float16/bfloat16, int8 (8-bit) or uint8 (4-bit packed)
   // > 0: a window cache (ORT's sliding_window_cache = 1, local_window_size = window <= capacity). It holds each
   // step's latest tokens in `capacity` rows however many it has seen, evicting capacity - window + 1 at a time;

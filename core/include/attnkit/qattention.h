@@ -1,5 +1,5 @@
 // attnkit: com.microsoft.QAttention, the C++ API.
-// Inputs, attributes and outputs carry ORT's names and layouts (spec/ort-semantics.md §4): uint8
+// Inputs, attributes and outputs carry ORT's names and layouts (shapes below): uint8
 // activations, int8/uint8 weight, float32 everything else (or float16: bias, scales, past and outputs together,
 // computed in float32 and rounded, as ORT's CPU EP runs it); results match ORT's CPU EP (1.30 and 1.31).
 #pragma once
