@@ -25,3 +25,14 @@ export function shown(value) {
 export function thrownLine(e) {
   return shown(e?.message ?? e).split('\n')[0];
 }
+
+// Refuses a key of a caller's object that is none of `names` (keys set to undefined count as absent): a misspelt
+// option would otherwise be ignored without a word, where a misspelt attribute or input name is refused.
+export function checkNames(what, object, names, noun = 'an option') {
+  if (object == null || typeof object !== 'object') return;
+  for (const key of Object.keys(object)) {
+    if (object[key] !== undefined && !names.includes(key)) {
+      throw new AttnkitError(`${what}: "${key}" is not ${noun} (${names.join(', ')})`);
+    }
+  }
+}

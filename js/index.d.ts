@@ -43,8 +43,9 @@ export class PinnedTensor {
   /** Frees its wasm memory (also freed with its instance); a call given it afterwards is refused. */
   dispose(): void;
 }
-/** What the op calls take: attnkit tensors, onnxruntime tensors, pinned tensors, or any mix. */
-export type CallInputs = Record<string, TensorInput | OrtTensorLike | PinnedTensor>;
+/** What the op calls take: attnkit tensors, onnxruntime tensors, pinned tensors, or any mix; an input set to
+ * undefined is absent. */
+export type CallInputs = Record<string, TensorInput | OrtTensorLike | PinnedTensor | undefined>;
 export type Outputs = Record<string, Tensor>;
 /** ORT attribute names and values, e.g. { num_heads: 16, kv_num_heads: 8, k_quant_type: 'PER_CHANNEL' }. Float
  * attributes may be Infinity, -Infinity or NaN (a QAttention mask_filter_value of -Infinity); each op's rules decide. */

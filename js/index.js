@@ -1,7 +1,7 @@
 // attnkit JS package entry: GroupQueryAttention and QAttention on WebAssembly (SIMD128, threaded where
 // the environment allows). `init()` loads a build; the op functions take { name: { data, shape, dtype? } }
 // and return owned typed arrays; `createInstance()` gives independent modules (e.g. both builds at once).
-import { AttnkitError, shown, thrownLine } from './errors.js';
+import { AttnkitError, checkNames, shown, thrownLine } from './errors.js';
 import { availableCores, BUILDS, detectBuild, loadModule, terminateWorkers } from './loader.js';
 import { heapBuffer, runOperator, PinnedTensor, pinTensor, WasmTrap } from './marshal.js';
 import {
@@ -14,7 +14,8 @@ import { CaseError, materializeTensor, normalizeCase } from './case.js';
 export { AttnkitError, PinnedTensor };
 
 const PATHS = new Set(['auto', 'naive', 'flash']);
-// The native case loader's limit per tensor (native/case/case_file.h kMaxCaseTensorBytes).
+const CALL_OPTIONS = ['threads', 'path', 'outputs', 'into', 'stats'];
+const STEP_OPTIONS = ['threads', 'path', 'into', 'stats'];  // a cache step has one output
 
 // A case's inputs as typed arrays, refused with the native case loader's messages (oversized shapes
 // before anything is allocated), so `attnkit run` and runCase fail alike.
@@ -37,9 +38,10 @@ function checkThreads(threads, what) {
 }
 
 // A call's options ({ threads, path, into, outputs, stats }; none when undefined or null), checked.
-function callOptions(options, what) {
+function callOptions(options, what, names = CALL_OPTIONS) {
   if (options == null) return {};
   if (typeof options !== 'object') throw new AttnkitError(`${what}: options must be an object`);
+  checkNames(what, options, names);
   checkThreads(options.threads, what);
   if (options.path !== undefined && !PATHS.has(options.path)) {
     throw new AttnkitError(`${what}: path must be auto, naive or flash`);
@@ -75,6 +77,7 @@ export class AttnkitInstance {
     this.threads = threads;
     this.maxThreads = maxThreads;
     this.disposed = false;
+    this.replacedBy = null;  // the build that init() replaced this default instance with
     this.nativeInfo = JSON.parse(Module.UTF8ToString(Module._attnkit_info_json() >>> 0));
   }
 
@@ -149,7 +152,10 @@ export class AttnkitInstance {
 
   // A GroupQueryAttention KV cache in wasm memory that grows in place: see KvCache.
   createKvCache(config) {
-    return this._guard('kv cache', () => new KvCache(this, newCacheHandle(this.Module, config ?? {}), config ?? {}));
+    return this._guard('kv cache', () => {
+      checkNames('kv cache', config, ['batch', 'kvHeads', 'headSize', 'capacity', 'dtype', 'window']);
+      return new KvCache(this, newCacheHandle(this.Module, config ?? {}), config ?? {});
+    });
   }
 
   // Copies a tensor into this instance's wasm memory once; passed as an input (to any call or cache step of this
@@ -160,8 +166,10 @@ export class AttnkitInstance {
 
   // A QAttention past/present cache in wasm memory that grows in place: see QAttentionCache.
   createQAttentionCache(config) {
-    return this._guard('qattention cache',
-      () => new QAttentionCache(this, newQAttentionCacheHandle(this.Module, config ?? {}), config ?? {}));
+    return this._guard('qattention cache', () => {
+      checkNames('qattention cache', config, ['batch', 'heads', 'headSize', 'capacity']);
+      return new QAttentionCache(this, newQAttentionCacheHandle(this.Module, config ?? {}), config ?? {});
+    });
   }
 
   // Runs one case object (the corpus format, tests/cases); returns { outputs }.
@@ -178,7 +186,12 @@ export class AttnkitInstance {
   }
 
   #checkAlive() {
-    if (this.disposed) throw new AttnkitError('attnkit: this instance was disposed; call init() again', 1);
+    if (!this.disposed) return;
+    if (this.replacedBy) {
+      throw new AttnkitError(`attnkit: this instance was replaced when init() loaded the ${this.replacedBy} build; ` +
+        'make caches and pins again from it', 1);
+    }
+    throw new AttnkitError('attnkit: this instance was disposed; call init() again', 1);
   }
 }
 
@@ -205,7 +218,7 @@ class ResidentCache {
   // One step: fn(Module, handle, options, threads) with the call's options checked.
   _step(options, fn) {
     return this._call((Module, handle) => {
-      const o = callOptions(options, this.#what);
+      const o = callOptions(options, this.#what, STEP_OPTIONS);
       return fn(Module, handle, o, this.#instance._callThreads(o));
     });
   }
@@ -270,6 +283,8 @@ export class KvCache extends ResidentCache {
   // after that many tokens. Quantized rows must be continued with the scales that wrote them.
   load(tensors, options) {
     this._call((Module, handle) => {
+      checkNames('kv cache load', tensors, ['past_key', 'past_value'], 'a tensor it takes');
+      checkNames('kv cache load', options, ['length']);
       const { past_key, past_value } = tensors ?? {};
       loadKvCache(Module, handle, { past_key, past_value }, options?.length);
     });
@@ -277,7 +292,10 @@ export class KvCache extends ResidentCache {
 
   // The held tokens as { present_key, present_value }, arrays the caller owns (or options.into's).
   read(options) {
-    return this._call((Module, handle) => readKvCache(Module, handle, options?.into));
+    return this._call((Module, handle) => {
+      checkNames('kv cache read', options, ['into']);
+      return readKvCache(Module, handle, options?.into);
+    });
   }
 }
 
@@ -315,12 +333,18 @@ export class QAttentionCache extends ResidentCache {
 
   // Replaces the cached tokens with { past }, (2, batch, heads, rows, headSize) float32: ORT's present or read()'s.
   load(tensors) {
-    this._call((Module, handle) => loadQAttentionCache(Module, handle, tensors?.past));
+    this._call((Module, handle) => {
+      checkNames('qattention cache load', tensors, ['past'], 'a tensor it takes');
+      loadQAttentionCache(Module, handle, tensors?.past);
+    });
   }
 
   // The held tokens as { present }, (2, batch, heads, length, headSize), an array the caller owns (or into's).
   read(options) {
-    return this._call((Module, handle) => readQAttentionCache(Module, handle, options?.into));
+    return this._call((Module, handle) => {
+      checkNames('qattention cache read', options, ['into']);
+      return readQAttentionCache(Module, handle, options?.into);
+    });
   }
 }
 
@@ -328,7 +352,24 @@ export class QAttentionCache extends ResidentCache {
 // ('auto' | 'simd-threaded' | 'simd'; auto takes the single-thread build for one thread), wasmPaths (prefix or
 // { file: url } map) }.
 export async function createInstance(options) {
+  return loadInstance(await resolveSettings(options));
+}
+
+async function loadInstance(settings) {
+  const Module = await loadModule(settings.build, settings.wasmPaths);
+  const maxThreads = Module._attnkit_wasm_max_threads();
+  return new AttnkitInstance(Module, settings.build, settings.reason, clampThreads(settings.threads, maxThreads),
+    maxThreads);
+}
+
+function clampThreads(wanted, maxThreads) {
+  return Math.max(1, Math.min(wanted, maxThreads));
+}
+
+// The build, reason and thread count createInstance(options) loads, or an AttnkitError for bad options.
+async function resolveSettings(options) {
   if (options != null && typeof options !== 'object') throw new AttnkitError('init: options must be an object');
+  checkNames('init', options, ['threads', 'build', 'wasmPaths']);
   const { threads, build = 'auto', wasmPaths } = options ?? {};
   checkThreads(threads, 'init');
   if (!(wasmPaths === undefined || typeof wasmPaths === 'string' || (wasmPaths && typeof wasmPaths === 'object'))) {
@@ -354,12 +395,11 @@ export async function createInstance(options) {
     reason = threads ? 'one thread requested: single-thread build (copies into unshared memory are faster)'
       : 'one core available: single-thread build (copies into unshared memory are faster)';
   }
-  const Module = await loadModule(chosen, wasmPaths);
-  const maxThreads = Module._attnkit_wasm_max_threads();
-  return new AttnkitInstance(Module, chosen, reason, Math.max(1, Math.min(wanted, maxThreads)), maxThreads);
+  return { build: chosen, reason, threads: wanted, wasmPaths };
 }
 
 let current = null;
+let currentFiles = null;  // the wasmPaths current was loaded from, as JSON
 
 function instance() {
   if (!current) throw new AttnkitError('attnkit: call `await init()` first', 1);
@@ -368,17 +408,30 @@ function instance() {
 
 // Calls of init() run one after the other, in the order they were made: overlapping ones (a settings change while
 // a build loads) act as if each had been awaited, so the last one made decides, and a dispose() made while one
-// loads disposes what it loads (else its worker threads would keep Node alive).
+// loads disposes what it loads.
 let initQueue = Promise.resolve();
 let disposals = 0;
 
-// Loads the package's default instance (a second call replaces the first); returns info().
+// Loads the package's default instance; returns info(). A later call that asks for the same build from the same
+// files keeps the module, and with it the caches and pins made so far (two libraries in one page may both call
+// init()), taking its thread count; another build replaces it.
 export function init(options) {
   const disposalsBefore = disposals;
   const run = initQueue.then(async () => {
-    const next = await createInstance(options);  // a refused init() leaves the current instance as it was
-    current?.dispose();
+    const settings = await resolveSettings(options);  // a refused init() leaves the current instance as it was
+    const files = JSON.stringify(settings.wasmPaths ?? null);
+    if (current && !current.disposed && current.build === settings.build && currentFiles === files) {
+      current.threads = clampThreads(settings.threads, current.maxThreads);
+      current.reason = settings.reason;
+      return current.info();
+    }
+    const next = await loadInstance(settings);
+    if (current) {
+      current.replacedBy = next.build;
+      current.dispose();
+    }
     current = next;
+    currentFiles = files;
     const info = next.info();
     if (disposals !== disposalsBefore) {
       next.dispose();

@@ -64,11 +64,24 @@ async function loadInNode(spec, wasmPaths) {
   }
   const factory = createRequire(import.meta.url)(scriptPath);
   // Node 20's fetch() cannot read file paths, so the bytes are handed over; workers get the compiled module.
-  return factory({
+  const Module = await factory({
     wasmBinary,
     mainScriptUrlOrBlob: scriptPath,
     locateFile: (file) => path.join(path.dirname(scriptPath), file),
   });
+  // The pool's workers are all loaded by now, and they only work inside a call, which holds the main thread until
+  // they are done: they need not keep Node alive, so a script ends without dispose(). A worker allocated later
+  // (none is, with the pool as large as the most threads) would be unref'd too.
+  const PThread = Module.PThread;
+  if (PThread) {
+    for (const worker of [...PThread.unusedWorkers, ...PThread.runningWorkers]) worker.unref();
+    const allocate = PThread.allocateUnusedWorker;
+    PThread.allocateUnusedWorker = () => {
+      allocate();
+      PThread.unusedWorkers.at(-1).unref();
+    };
+  }
+  return Module;
 }
 
 // The Emscripten loader is a classic script defining createAttnkitModule: a <script> tag in a page,

@@ -366,7 +366,9 @@ export function callPacked(Module, what, inputs, attrs, { outputs, path, into, o
   // An empty list asks for the default outputs, as the C ABI reads an empty one (and the native CLI a case's []).
   if (outputs?.length === 0) outputs = undefined;
   const normalized = [];
-  for (const name of Object.keys(inputs)) normalized.push(normalizeInput(name, inputs[name], Module));
+  for (const name of Object.keys(inputs)) {
+    if (inputs[name] !== undefined) normalized.push(normalizeInput(name, inputs[name], Module));  // undefined: absent
+  }
   // A cache step cannot be taken back: its `into` is refused before it runs, against the output its inputs imply
   // (stepOutput; null where they do not say, and the op then refuses them before it changes the cache).
   const predicted = into && stepOutput ? stepOutput(normalized) : null;

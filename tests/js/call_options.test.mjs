@@ -1,7 +1,8 @@
 // attnkit JS package (node:test): the options every op call takes, on both builds, through the stateless decode
 // step that runs in place (sharedCachePlan) as well as the ordinary form: an empty outputs list means the defaults
 // (as the C ABI and the native CLI read it), { stats } receives the op's scratch high-water mark (cache steps too),
-// and options that are not an object are refused by runCase as by every other call.
+// options that are not an object are refused by runCase as by every other call, a misspelt option or config key is
+// refused as a misspelt attribute is, and an input set to undefined is absent.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
@@ -77,3 +78,28 @@ for (const build of ['simd-threaded', 'simd']) {
     qcache.dispose();
   });
 }
+
+test('a misspelt option or config key is refused, naming the ones there are; an undefined input is absent', async () => {
+  const ak = await createInstance({ build: 'simd' });
+  instances.push(ak);
+  const { inputs, attrs } = gqaCall(0);
+  const refused = (call, message) => assert.throws(call, (e) => e.name === 'AttnkitError' && e.message === message);
+  refused(() => ak.groupQueryAttention(inputs, attrs, { output: ['output'] }),
+    'GroupQueryAttention: "output" is not an option (threads, path, outputs, into, stats)');
+  refused(() => ak.createKvCache({ kvHeads: 1, headSize: 8, capacity: 8, dtyp: 'int8' }),
+    'kv cache: "dtyp" is not an option (batch, kvHeads, headSize, capacity, dtype, window)');
+  refused(() => ak.createQAttentionCache({ heads: 2, headsize: 8, capacity: 4 }),
+    'qattention cache: "headsize" is not an option (batch, heads, headSize, capacity)');
+  await assert.rejects(createInstance({ thread: 2 }),
+    (e) => e.name === 'AttnkitError' && e.message === 'init: "thread" is not an option (threads, build, wasmPaths)');
+  const cache = ak.createKvCache({ kvHeads: 1, headSize: 8, capacity: 8, window: undefined });
+  const step = { query: inputs.query, key: inputs.key, value: inputs.value };
+  refused(() => cache.step(step, attrs, { outputs: ['output'] }),
+    'kv cache: "outputs" is not an option (threads, path, into, stats)');
+  refused(() => cache.load({ past_key: inputs.key, past_value: inputs.value, seqlens_k: inputs.seqlens_k }),
+    'kv cache load: "seqlens_k" is not a tensor it takes (past_key, past_value)');
+  refused(() => cache.read({ int: {} }), 'kv cache read: "int" is not an option (into)');
+  assert.equal(cache.length, 0);
+  assert.deepEqual(ak.groupQueryAttention({ ...inputs, attention_bias: undefined }, attrs, { path: undefined }),
+    ak.groupQueryAttention(inputs, attrs));
+});

@@ -296,7 +296,7 @@ test('kv cache misuse is an AttnkitError naming the rule', async () => {
   const refused = (call, text) => assert.throws(call, (e) => e instanceof AttnkitError && e.message.includes(text));
   refused(() => cache.load({ past_key: rows(3), past_value: rows(3) }), '3 tokens exceed the capacity 2');
   refused(() => cache.load({ past_key: rows(2, Int8Array), past_value: rows(2, Int8Array) }), 'int8 is not the cache');
-  refused(() => cache.load({ past_key: rows(2) }), 'past_value: not a tensor object');
+  refused(() => cache.load({ past_key: rows(2) }), 'kv cache: load needs both past_key and past_value');
   refused(() => cache.load({ past_key: rows(2), past_value: rows(2) }, { length: 1.5 }), 'length must be');
   cache.load({ past_key: rows(2), past_value: rows(2) }, { length: 1 });
   assert.equal(cache.length, 1);

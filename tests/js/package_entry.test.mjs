@@ -83,6 +83,30 @@ describe('package entry (default instance)', () => {
     assert.equal(r.status, 0, r.stderr);
   });
 
+  test('a script that never calls dispose() still ends', () => {
+    const script = `import * as a from ${JSON.stringify(path.join(root, 'js/index.js'))};
+      ${smallGqa.toString()}
+      const { inputs, attrs } = smallGqa();
+      await a.init({ threads: 2 });
+      await a.groupQueryAttention(inputs, attrs);
+      a.createKvCache({ kvHeads: 2, headSize: 16, capacity: 8 });`;
+    const header = `import { materializeTensor } from ${JSON.stringify(path.join(root, 'js/case.js'))};\n`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', header + script], { encoding: 'utf8', timeout: 30000 });
+    assert.equal(r.signal, null, 'the child did not exit by itself');
+    assert.equal(r.status, 0, r.stderr);
+  });
+
+  test('init() again for the same build keeps the caches made so far; another build replaces them', async () => {
+    await attnkit.init({ threads: 2 });
+    const cache = attnkit.createKvCache({ kvHeads: 2, headSize: 16, capacity: 8 });
+    const info = await attnkit.init({ threads: 3 });
+    assert.deepEqual([info.build, info.threads], ['simd-threaded', 3]);
+    assert.equal(cache.length, 0);
+    await attnkit.init({ threads: 1 });  // the single-thread build
+    assert.throws(() => cache.length, (e) => e instanceof AttnkitError &&
+      e.message === 'attnkit: this instance was replaced when init() loaded the simd build; make caches and pins again from it');
+  });
+
   test('overlapping init() calls act in the order made; a dispose() meanwhile disposes what they load', async () => {
     const [first, second] = await Promise.all([attnkit.init({ threads: 4 }), attnkit.init({ threads: 1 })]);
     assert.deepEqual([first.build, second.build], ['simd-threaded', 'simd']);
