@@ -161,21 +161,26 @@ export class AttnkitInstance {
 /** An independent module (e.g. to hold both builds at once); dispose() it when done. */
 export function createInstance(options?: InitOptions): Promise<AttnkitInstance>;
 
+/** Loads the default instance that the functions below use. Called again for the same build, it keeps the module (and
+ * the caches and pins made so far) and takes the new thread count; for another build it replaces the instance. */
 export function init(options?: InitOptions): Promise<Info>;
 export function info(): Info;
 export function groupQueryAttention(inputs: CallInputs, attrs: Attributes, options?: CallOptions): Promise<Outputs>;
 export function qAttention(inputs: CallInputs, attrs: Attributes, options?: CallOptions): Promise<Outputs>;
 export function runCase(caseObject: CaseObject, options?: CallOptions): Promise<{ outputs: Outputs }>;
-/** Terminates the worker threads (so Node can exit); init() starts afresh. */
+/** Frees the default instance's memory (its caches and pins too) and ends its worker threads now; init() starts
+ * afresh. A script ends without it. */
 export function dispose(): void;
 
 export interface KvCacheConfig {
+  /** Default 1. */
   batch?: number;
   kvHeads: number;
   headSize: number;
   /** Most tokens the cache holds. */
   capacity: number;
-  /** Cache element type; 'int8' and 'uint8' (packed int4) need the matching k/v_quant_type attributes. */
+  /** Cache element type (default 'float32'); 'int8' and 'uint8' (packed int4) need the matching k/v_quant_type
+   * attributes. Under wasm32 the cache takes its whole size of the 4 GiB memory at creation. */
   dtype?: 'float32' | 'float16' | 'bfloat16' | 'int8' | 'uint8';
   /** > 0: a window cache (ORT's sliding_window_cache, local_window_size = window <= capacity): `capacity` rows hold
    * the latest tokens however many have passed, and steps attend over the last `window`. */
