@@ -355,11 +355,21 @@ export async function createInstance(options) {
   return loadInstance(await resolveSettings(options));
 }
 
+// Where the threaded build was picked rather than asked for and does not load (a page whose CSP refuses its workers,
+// a file missing), the single-thread build runs, and info().reason says why.
 async function loadInstance(settings) {
-  const Module = await loadModule(settings.build, settings.wasmPaths);
+  let { build, reason } = settings;
+  let Module;
+  try {
+    Module = await loadModule(build, settings.wasmPaths);
+  } catch (e) {
+    if (!settings.mayFallBack) throw e;
+    build = 'simd';
+    reason = `the threaded build did not load (${thrownLine(e)}): single-thread build`;
+    Module = await loadModule(build, settings.wasmPaths);
+  }
   const maxThreads = Module._attnkit_wasm_max_threads();
-  return new AttnkitInstance(Module, settings.build, settings.reason, clampThreads(settings.threads, maxThreads),
-    maxThreads);
+  return new AttnkitInstance(Module, build, reason, clampThreads(settings.threads, maxThreads), maxThreads);
 }
 
 function clampThreads(wanted, maxThreads) {
@@ -381,7 +391,7 @@ async function resolveSettings(options) {
   if (build !== 'auto') {
     if (!BUILDS[build]) throw new AttnkitError(`init: build must be auto, simd-threaded or simd, got "${shown(build)}"`);
     if (build === 'simd-threaded' && detected.build !== 'simd-threaded') {
-      throw new AttnkitError(`init: the simd-threaded build cannot run here: ${detected.reason}`, 1);
+      throw new AttnkitError(`init: the simd-threaded build cannot run here: ${detected.why ?? detected.reason}`, 1);
     }
     chosen = build;
     reason = `requested by init({ build: '${build}' })`;
@@ -395,7 +405,8 @@ async function resolveSettings(options) {
     reason = threads ? 'one thread requested: single-thread build (copies into unshared memory are faster)'
       : 'one core available: single-thread build (copies into unshared memory are faster)';
   }
-  return { build: chosen, reason, threads: wanted, wasmPaths };
+  const mayFallBack = build === 'auto' && chosen === 'simd-threaded';
+  return { build: chosen, reason, threads: wanted, wasmPaths, mayFallBack };
 }
 
 let current = null;

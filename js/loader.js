@@ -1,12 +1,15 @@
 // attnkit JS package: picks and instantiates one of the two wasm builds in js/dist.
 // The threaded build needs SharedArrayBuffer and wasm threads (Node: always; a page: only when it is
 // cross-origin isolated by COOP/COEP); otherwise the single-thread build runs. Works in Node 20, pages
-// and workers; Node-only modules are imported lazily so bundlers for the web never see them.
+// and workers; Node's modules are asked for where bundlers do not look (nodeBuiltin), so a web bundle needs none.
 import { AttnkitError } from './errors.js';
 
 // No prototype, as case.js's DTYPES: a build named "toString" is unknown.
 export const BUILDS = Object.assign(Object.create(null), {
-  'simd-threaded': { script: 'attnkit-simd-threaded.js', wasm: 'attnkit-simd-threaded.wasm', threaded: true },
+  'simd-threaded': {
+    script: 'attnkit-simd-threaded.js', wasm: 'attnkit-simd-threaded.wasm', worker: 'attnkit-simd-threaded.worker.js',
+    threaded: true,
+  },
   simd: { script: 'attnkit-simd.js', wasm: 'attnkit-simd.wasm', threaded: false },
 });
 
@@ -26,36 +29,62 @@ function validates(bytes) {
   }
 }
 
-// Which build this environment can run and why: { build, reason } (build null: none can run).
+// Which build this environment can run and why: { build, reason } (build null: none can run); where that is the
+// single-thread one, `why` says what the threaded one lacks.
 export function detectBuild() {
   if (!validates(SIMD_PROBE)) {
     return { build: null, reason: 'this engine has no WebAssembly SIMD128, which both attnkit builds need' };
   }
+  const singleThread = (why) => ({ build: 'simd', why, reason: `${why}: single-thread build` });
   // Browsers hide SharedArrayBuffer unless the page is cross-origin isolated, so that is the usual cause.
   if (!isNode && globalThis.crossOriginIsolated !== true) {
-    return { build: 'simd', reason: 'page is not cross-origin isolated (serve it with COOP/COEP): single-thread build' };
+    return singleThread('page is not cross-origin isolated (serve it with COOP/COEP)');
   }
   if (!validates(THREADS_PROBE) || typeof SharedArrayBuffer !== 'function') {
-    return { build: 'simd', reason: 'no SharedArrayBuffer / wasm threads in this engine: single-thread build' };
+    return singleThread('no SharedArrayBuffer / wasm threads in this engine');
   }
   if (isNode) return { build: 'simd-threaded', reason: 'Node: worker_threads and SharedArrayBuffer available' };
   return { build: 'simd-threaded', reason: 'cross-origin isolated: SharedArrayBuffer and wasm threads available' };
 }
 
-// Where a dist file lives. wasmPaths: a prefix (URL or folder, ending in '/') or a map from file name to
-// its URL/path, as bundlers and CDNs need; default: js/dist beside this file.
+// Each file's default URL, written out whole: Vite, webpack 5 and Parcel emit a file that a bundle names as
+// new URL('./literal', import.meta.url) with the bundle and rewrite the URL (Vite's build missed the worker script
+// of new URL(`./dist/${file}`)). Functions, since a bundle without import.meta (IIFE) has no URL to resolve against.
+const DIST_URLS = {
+  'attnkit-simd-threaded.js': () => new URL('./dist/attnkit-simd-threaded.js', import.meta.url),
+  'attnkit-simd-threaded.wasm': () => new URL('./dist/attnkit-simd-threaded.wasm', import.meta.url),
+  'attnkit-simd-threaded.worker.js': () => new URL('./dist/attnkit-simd-threaded.worker.js', import.meta.url),
+  'attnkit-simd.js': () => new URL('./dist/attnkit-simd.js', import.meta.url),
+  'attnkit-simd.wasm': () => new URL('./dist/attnkit-simd.wasm', import.meta.url),
+};
+
+// Where a dist file lives. wasmPaths: a prefix (URL or folder, ending in '/') or a map from file name (the five of
+// js/dist) to its URL/path, as bundlers and CDNs need; default: js/dist beside this file.
 function locate(file, wasmPaths) {
   if (wasmPaths && typeof wasmPaths === 'object' && wasmPaths[file]) return String(wasmPaths[file]);
   if (typeof wasmPaths === 'string') return wasmPaths.endsWith('/') ? wasmPaths + file : `${wasmPaths}/${file}`;
-  return new URL(`./dist/${file}`, import.meta.url).href;
+  try {
+    return DIST_URLS[file]().href;
+  } catch {
+    // A bundle in a format without import.meta (IIFE, CommonJS) cannot say where it was served from.
+    throw new AttnkitError(`attnkit: cannot tell where ${file} is (this bundle has no import.meta.url): pass ` +
+      "init({ wasmPaths }) with the URL of the folder holding js/dist's files", 1);
+  }
+}
+
+// One of Node's modules, asked for where bundlers do not look: a bundle for the web must not try to resolve them
+// (esbuild stops at a literal import of node:fs). process.getBuiltinModule is Node 20.16's; import() before that.
+async function nodeBuiltin(name) {
+  return globalThis.process?.getBuiltinModule?.(name) ?? import(/* webpackIgnore: true */ /* @vite-ignore */ name);
 }
 
 async function loadInNode(spec, wasmPaths) {
   const [{ createRequire }, fs, path, url] = await Promise.all(
-    [import('node:module'), import('node:fs/promises'), import('node:path'), import('node:url')]);
+    ['node:module', 'node:fs/promises', 'node:path', 'node:url'].map(nodeBuiltin));
   const toPath = (where) => (where.startsWith('file:') ? url.fileURLToPath(where) : path.resolve(where));
   const scriptPath = toPath(locate(spec.script, wasmPaths));
   const wasmPath = toPath(locate(spec.wasm, wasmPaths));
+  const workerPath = spec.worker && toPath(locate(spec.worker, wasmPaths));
   let wasmBinary;
   try {
     wasmBinary = await fs.readFile(wasmPath);
@@ -67,7 +96,7 @@ async function loadInNode(spec, wasmPaths) {
   const Module = await factory({
     wasmBinary,
     mainScriptUrlOrBlob: scriptPath,
-    locateFile: (file) => path.join(path.dirname(scriptPath), file),
+    locateFile: (file) => (file === spec.worker ? workerPath : path.join(path.dirname(scriptPath), file)),
   });
   // The pool's workers are all loaded by now, and they only work inside a call, which holds the main thread until
   // they are done: they need not keep Node alive, so a script ends without dispose(). A worker allocated later
@@ -92,7 +121,8 @@ async function loadFactoryInBrowser(scriptUrl) {
       const tag = document.createElement('script');
       tag.src = scriptUrl;
       tag.onload = resolve;
-      tag.onerror = () => reject(new AttnkitError(`attnkit: cannot load ${scriptUrl} (is js/dist served?)`, 1));
+      tag.onerror = () => reject(new AttnkitError(`attnkit: cannot load ${scriptUrl} (serve js/dist's files there, ` +
+        'or say where they are with init({ wasmPaths }))', 1));
       document.head.appendChild(tag);
     });
     return globalThis.createAttnkitModule;
@@ -110,14 +140,35 @@ async function loadFactoryInBrowser(scriptUrl) {
   return new Function(`${await response.text()}\nreturn createAttnkitModule;`)();
 }
 
+// The threaded build's worker script, fetched before Emscripten starts its pool of workers: one that cannot load
+// left init() waiting for it forever. A browser refuses a worker script of another origin (a CDN's), so such a one
+// runs from a blob of its text (its own loads, the main script's, go to the CDN as the page's do).
+async function workerScriptUrl(url) {
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (e) {
+    throw new AttnkitError(`attnkit: cannot load ${url}: ${e.message}`, 1);
+  }
+  if (!response.ok) {
+    throw new AttnkitError(`attnkit: cannot load ${url}: HTTP ${response.status} (serve js/dist's files together, ` +
+      'or give each one\'s URL in init({ wasmPaths }))', 1);
+  }
+  const text = await response.text();  // a few KB; read whole, not cancelled, which devtools would show as failed
+  if (new URL(url).origin === globalThis.location?.origin) return url;
+  return URL.createObjectURL(new Blob([text], { type: 'text/javascript' }));
+}
+
 async function loadInBrowser(spec, wasmPaths) {
-  const scriptUrl = new URL(locate(spec.script, wasmPaths), globalThis.location?.href).href;
-  const wasmUrl = new URL(locate(spec.wasm, wasmPaths), globalThis.location?.href).href;
+  const where = (file) => new URL(locate(file, wasmPaths), globalThis.location?.href).href;
+  const scriptUrl = where(spec.script), wasmUrl = where(spec.wasm);
+  const workerUrl = spec.worker && await workerScriptUrl(where(spec.worker));
   const factory = await loadFactoryInBrowser(scriptUrl);
   if (typeof factory !== 'function') throw new AttnkitError(`attnkit: ${scriptUrl} did not define createAttnkitModule`, 1);
+  const files = { [spec.wasm]: wasmUrl, ...(spec.worker ? { [spec.worker]: workerUrl } : {}) };
   return factory({
     mainScriptUrlOrBlob: scriptUrl,
-    locateFile: (file) => (file === spec.wasm ? wasmUrl : new URL(file, scriptUrl).href),
+    locateFile: (file) => files[file] ?? new URL(file, scriptUrl).href,
   });
 }
 
@@ -147,8 +198,7 @@ export function cpusFromCgroupQuota(text) {
 // the cgroup quota at the namespace root (where Docker and Kubernetes put a container's --cpus).
 export async function availableCores() {
   if (isNode) {
-    const os = await import('node:os');
-    const fs = await import('node:fs');
+    const [os, fs] = await Promise.all(['node:os', 'node:fs'].map(nodeBuiltin));
     const cores = os.availableParallelism ? os.availableParallelism() : os.cpus().length;
     const read = (file) => {
       try {

@@ -39,10 +39,13 @@ function resolveInside(root, urlPath) {
 }
 
 // Starts the server on 127.0.0.1 (port 0 = an ephemeral one). Resolves to { server, origin, url(relPath), close() }.
-// `routes` maps exact URL paths to { body, type } for pages generated in memory (the WebGPU target's page).
-export async function startStaticServer({ root = repoRoot, port = 0, isolation = true, routes = {} } = {}) {
+// `routes` maps exact URL paths to { body, type } for pages generated in memory (the WebGPU target's page); `headers`
+// are added to every response (a CDN's CORS and cross-origin CORP).
+export async function startStaticServer({
+  root = repoRoot, port = 0, isolation = true, routes = {}, headers: extra = {},
+} = {}) {
   const server = http.createServer(async (req, res) => {
-    const headers = { 'Cache-Control': 'no-store', ...(isolation ? ISOLATION_HEADERS : {}) };
+    const headers = { 'Cache-Control': 'no-store', ...(isolation ? ISOLATION_HEADERS : {}), ...extra };
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { ...headers, Allow: 'GET, HEAD' }).end();
       return;

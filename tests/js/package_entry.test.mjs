@@ -5,6 +5,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import { builtinModules } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -103,8 +104,9 @@ describe('package entry (default instance)', () => {
     assert.deepEqual([info.build, info.threads], ['simd-threaded', 3]);
     assert.equal(cache.length, 0);
     await attnkit.init({ threads: 1 });  // the single-thread build
-    assert.throws(() => cache.length, (e) => e instanceof AttnkitError &&
-      e.message === 'attnkit: this instance was replaced when init() loaded the simd build; make caches and pins again from it');
+    const replaced = 'attnkit: this instance was replaced when init() loaded the simd build; make caches and pins again '
+      + 'from it';
+    assert.throws(() => cache.length, (e) => e instanceof AttnkitError && e.message === replaced);
   });
 
   test('overlapping init() calls act in the order made; a dispose() meanwhile disposes what they load', async () => {
@@ -116,6 +118,24 @@ describe('package entry (default instance)', () => {
     assert.equal((await loading).build, 'simd-threaded');
     assert.throws(() => attnkit.info(), (e) => e instanceof AttnkitError && /init\(\)/.test(e.message));
   });
+});
+
+// A bundler for the web resolves every module name it can read in the package: esbuild stopped at the loader's
+// literal import of node:fs (and five more). Node's modules are asked for by a name it does not read (nodeBuiltin).
+test('the modules index.js reaches import none of Node\'s by a name a bundler reads', () => {
+  const seen = new Set();
+  const queue = ['js/index.js'];
+  while (queue.length) {
+    const file = queue.pop();
+    if (seen.has(file)) continue;
+    seen.add(file);
+    const source = fs.readFileSync(path.join(root, file), 'utf8');
+    for (const [, name] of source.matchAll(/(?:\bfrom|\bimport)\s*\(?\s*['"]([^'"]+)['"]/g)) {
+      assert.ok(!name.startsWith('node:') && !builtinModules.includes(name), `${file} imports ${name}`);
+      if (name.startsWith('.')) queue.push(path.join(path.dirname(file), name));
+    }
+  }
+  assert.ok(seen.has('js/loader.js') && seen.has('js/marshal.js'), [...seen].join());
 });
 
 describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
