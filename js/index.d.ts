@@ -72,7 +72,8 @@ export type StepOptions = Pick<CallOptions, 'threads' | 'path' | 'stats'> & { in
 export type Build = 'simd-threaded' | 'simd';
 
 export interface InitOptions {
-  /** Default threads per call; default: the host's cores, clamped to the threaded build's pool (8). */
+  /** Default threads per call; default: the CPUs the process may use (in Node its affinity mask and cgroup quota, in
+   * a page navigator.hardwareConcurrency), clamped to the threaded build's pool (8); 1 on the single-thread build. */
   threads?: number;
   /** 'auto' (default) picks simd-threaded where SharedArrayBuffer and cross-origin isolation allow and more than
    * one thread is wanted; for one thread (threads: 1, or a one-core host) the single-thread build, whose copies
@@ -161,8 +162,8 @@ export class AttnkitInstance {
 /** An independent module (e.g. to hold both builds at once); dispose() it when done. */
 export function createInstance(options?: InitOptions): Promise<AttnkitInstance>;
 
-/** Loads the default instance that the functions below use. Called again for the same build, it keeps the module (and
- * the caches and pins made so far) and takes the new thread count; for another build it replaces the instance. */
+/** Loads the default instance that the functions below use. Called again for the same build from the same wasmPaths,
+ * it keeps the module (and the caches and pins made so far) and takes the new thread count; else it replaces it. */
 export function init(options?: InitOptions): Promise<Info>;
 export function info(): Info;
 export function groupQueryAttention(inputs: CallInputs, attrs: Attributes, options?: CallOptions): Promise<Outputs>;
