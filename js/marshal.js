@@ -119,6 +119,9 @@ function callTensor(name, dtype, shape, data, pinned = 0, pinnedBytes = 0, cache
 export function normalizeInput(name, tensor, Module) {
   if (tensor instanceof PinnedTensor) return tensor._normalized(name, Module);
   if (!tensor || typeof tensor !== 'object') throw new AttnkitError(`${name}: not a tensor object`);
+  if (ArrayBuffer.isView(tensor)) {
+    throw new AttnkitError(`${name}: a tensor is { data, shape, dtype? }, not a bare ${tensor.constructor.name}`);
+  }
   const ortTensor = tensor.shape === undefined && tensor.dims !== undefined;
   if (ortTensor && tensor.location !== undefined && tensor.location !== 'cpu' && tensor.location !== 'cpu-pinned') {
     throw new AttnkitError(`${name}: an onnxruntime tensor on "${tensor.location}": bring it to the CPU first `

@@ -79,7 +79,7 @@ for (const build of ['simd-threaded', 'simd']) {
   });
 }
 
-test('a misspelt option or config key is refused, naming the ones there are; an undefined input is absent', async () => {
+test('a misspelt option or key is refused, naming the ones there are; an undefined input is absent', async () => {
   const ak = await createInstance({ build: 'simd' });
   instances.push(ak);
   const { inputs, attrs } = gqaCall(0);
@@ -102,4 +102,6 @@ test('a misspelt option or config key is refused, naming the ones there are; an 
   assert.equal(cache.length, 0);
   assert.deepEqual(ak.groupQueryAttention({ ...inputs, attention_bias: undefined }, attrs, { path: undefined }),
     ak.groupQueryAttention(inputs, attrs));
+  refused(() => ak.groupQueryAttention({ ...inputs, query: inputs.query.data }, attrs),
+    'query: a tensor is { data, shape, dtype? }, not a bare Float32Array');
 });
