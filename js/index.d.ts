@@ -54,7 +54,7 @@ export type Attributes = Record<string, number | string | number[]>;
 export interface CallOptions {
   /** Output names to produce (default: the op's required outputs). */
   outputs?: string[];
-  /** Threads for this call (0/absent: the init() setting); clamped to the build's pool. */
+  /** Threads for this call (0/absent: the init() setting); clamped to the instance's workers (info().maxThreads). */
   threads?: number;
   path?: 'auto' | 'naive' | 'flash';
   /** Typed arrays the caller owns and keeps across calls, by output name: they are filled and returned as
@@ -88,6 +88,7 @@ export interface Info {
   /** Why this build was chosen (or why the threaded one could not be). */
   reason: string;
   threads: number;
+  /** The most threads a call may use: the workers init() started (its thread count, at most 8), 1 single-thread. */
   maxThreads: number;
   /** Kernel ISA in use: 'wasm128' or 'scalar'. */
   isa: string;
@@ -162,8 +163,9 @@ export class AttnkitInstance {
 /** An independent module (e.g. to hold both builds at once); dispose() it when done. */
 export function createInstance(options?: InitOptions): Promise<AttnkitInstance>;
 
-/** Loads the default instance that the functions below use. Called again for the same build from the same wasmPaths,
- * it keeps the module (and the caches and pins made so far) and takes the new thread count; else it replaces it. */
+/** Loads the default instance that the functions below use. Called again for the same build from the same wasmPaths
+ * and no more threads than it has workers, it keeps the module (and the caches and pins made so far) and takes the
+ * new thread count; else it replaces it. */
 export function init(options?: InitOptions): Promise<Info>;
 export function info(): Info;
 export function groupQueryAttention(inputs: CallInputs, attrs: Attributes, options?: CallOptions): Promise<Outputs>;

@@ -120,6 +120,11 @@ export class AttnkitInstance {
     });
   }
 
+  // Whether this instance's pool runs `threads` threads, or as many as its build can.
+  pooled(threads) {
+    return Math.min(threads, this.Module._attnkit_wasm_thread_capacity()) <= this.maxThreads;
+  }
+
   // Threads for one call: the call's, else the instance's, clamped to the pool.
   _callThreads(options) {
     return Math.min(options.threads || this.threads, this.maxThreads);
@@ -361,12 +366,12 @@ async function loadInstance(settings) {
   let { build, reason } = settings;
   let Module;
   try {
-    Module = await loadModule(build, settings.wasmPaths);
+    Module = await loadModule(build, settings.wasmPaths, settings.threads);
   } catch (e) {
     if (!settings.mayFallBack) throw e;
     build = 'simd';
     reason = `the threaded build did not load (${thrownLine(e)}): single-thread build`;
-    Module = await loadModule(build, settings.wasmPaths);
+    Module = await loadModule(build, settings.wasmPaths, settings.threads);
   }
   const maxThreads = Module._attnkit_wasm_max_threads();
   return new AttnkitInstance(Module, build, reason, clampThreads(settings.threads, maxThreads), maxThreads);
@@ -431,7 +436,9 @@ export function init(options) {
   const run = initQueue.then(async () => {
     const settings = await resolveSettings(options);  // a refused init() leaves the current instance as it was
     const files = JSON.stringify(settings.wasmPaths ?? null);
-    if (current && !current.disposed && current.build === settings.build && currentFiles === files) {
+    // More threads than the pool holds need a larger pool: a fresh module.
+    if (current && !current.disposed && current.build === settings.build && currentFiles === files &&
+        current.pooled(settings.threads)) {
       current.threads = clampThreads(settings.threads, current.maxThreads);
       current.reason = settings.reason;
       return current.info();

@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "attnkit/attnkit.h"
+#include "common/thread_pool.h"
 
 static_assert(sizeof(void*) == 4, "js/marshal.js assumes wasm32 pointers");
 static_assert(offsetof(attnkit_tensor, name) == 0, "js/marshal.js: attnkit_tensor.name at 0");
@@ -15,8 +16,11 @@ static_assert(sizeof(attnkit_tensor) == 20, "js/marshal.js: attnkit_tensor recor
 
 extern "C" {
 
-// The most threads one call may use: the pre-spawned pthread pool of this build (1 without threads).
-// init() clamps its thread count to it, since a thread beyond the pool would deadlock the caller.
-int attnkit_wasm_max_threads(void) { return ATTNKIT_WASM_MAX_THREADS; }
+// The most threads one call may use: the pre-spawned pthread pool (1 without threads), since a thread beyond it
+// would deadlock the caller. The loader asks Emscripten for a pool of init()'s thread count (at most the build's
+// capacity, ATTNKIT_WASM_MAX_THREADS) and sets the limit to it.
+int attnkit_wasm_max_threads(void) { return attnkit::thread_limit(); }
+int attnkit_wasm_set_max_threads(int threads) { return attnkit::set_thread_limit(threads); }
+int attnkit_wasm_thread_capacity(void) { return attnkit::thread_capacity(); }
 
 }  // extern "C"

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import * as attnkit from '../../js/index.js';
-import { AttnkitError } from '../../js/index.js';
+import { AttnkitError, createInstance } from '../../js/index.js';
 import { materializeTensor } from '../../js/case.js';
 import { assertMatchesNative, cli, corpus, haveCli, nativeRun, root, smallGqa } from './wasm_test_support.mjs';
 
@@ -52,6 +52,25 @@ describe('package entry (default instance)', () => {
   test('threads are clamped to the pthread pool', async () => {
     const info = await attnkit.init({ threads: 64 });
     assert.equal(info.threads, info.maxThreads);
+  });
+
+  test('the threaded build starts a worker per thread; calls asking for more use those', async () => {
+    const three = await createInstance({ build: 'simd-threaded', threads: 3 });
+    try {
+      assert.equal(three.info().maxThreads, 3);
+      const { PThread } = three.Module;
+      assert.equal(PThread.unusedWorkers.length + PThread.runningWorkers.length, 3);
+      const { inputs, attrs } = smallGqa();
+      const one = three.groupQueryAttention(inputs, attrs, { threads: 1 });
+      assert.deepEqual(three.groupQueryAttention(inputs, attrs, { threads: 8 }), one);  // 3 threads, not a hang
+    } finally {
+      three.dispose();
+    }
+    attnkit.dispose();
+    await attnkit.init({ threads: 2 });
+    const cache = attnkit.createKvCache({ kvHeads: 2, headSize: 16, capacity: 8 });
+    assert.equal((await attnkit.init({ threads: 4 })).maxThreads, 4);  // more workers: a fresh module
+    assert.throws(() => cache.length, /replaced when init\(\) loaded the simd-threaded build/);
   });
 
   test('a refused init() leaves the current instance working', async () => {
@@ -98,10 +117,11 @@ describe('package entry (default instance)', () => {
   });
 
   test('init() again for the same build keeps the caches made so far; another build replaces them', async () => {
-    await attnkit.init({ threads: 2 });
+    attnkit.dispose();
+    await attnkit.init({ threads: 3 });
     const cache = attnkit.createKvCache({ kvHeads: 2, headSize: 16, capacity: 8 });
-    const info = await attnkit.init({ threads: 3 });
-    assert.deepEqual([info.build, info.threads], ['simd-threaded', 3]);
+    const info = await attnkit.init({ threads: 2 });
+    assert.deepEqual([info.build, info.threads, info.maxThreads], ['simd-threaded', 2, 3]);
     assert.equal(cache.length, 0);
     await attnkit.init({ threads: 1 });  // the single-thread build
     const replaced = 'attnkit: this instance was replaced when init() loaded the simd build; make caches and pins again '

@@ -19,7 +19,8 @@
 namespace attnkit {
 namespace {
 
-// Emscripten can only start as many threads as its pre-spawned worker pool holds.
+// Emscripten can only start as many threads as its pre-spawned worker pool holds: the build's most, or fewer where
+// the JS loader asked for a smaller pool (set_thread_limit).
 #if defined(__EMSCRIPTEN__)
 #if defined(__EMSCRIPTEN_PTHREADS__)
 constexpr int kMaxThreads = ATTNKIT_WASM_MAX_THREADS;
@@ -29,6 +30,7 @@ constexpr int kMaxThreads = 1;
 #else
 constexpr int kMaxThreads = 256;
 #endif
+std::atomic<int> g_thread_limit{kMaxThreads};
 
 thread_local bool t_inside_task = false;
 
@@ -213,7 +215,16 @@ int default_threads() {
 }
 
 int resolve_threads(int requested) {
-  return std::clamp(requested > 0 ? requested : default_threads(), 1, kMaxThreads);
+  return std::clamp(requested > 0 ? requested : default_threads(), 1, thread_limit());
+}
+
+int thread_limit() { return g_thread_limit.load(std::memory_order_relaxed); }
+
+int thread_capacity() { return kMaxThreads; }
+
+int set_thread_limit(int threads) {
+  g_thread_limit.store(std::clamp(threads, 1, kMaxThreads), std::memory_order_relaxed);
+  return thread_limit();
 }
 
 void stop_thread_pool() { ThreadPool::instance().stop(); }

@@ -15,6 +15,12 @@ int resolve_threads(int requested);
 int default_threads();
 // What is wrong with ATTNKIT_NUM_THREADS, or "" (unset or a count): the CLI refuses it.
 std::string num_threads_env_problem();
+// The most threads a call uses, and setting it (clamped to [1, thread_capacity()]; returns the new limit). The wasm
+// loader sets it to the pthread pool it asked Emscripten for, since a thread beyond that pool would never start.
+int thread_limit();
+int set_thread_limit(int threads);
+// The build's most: 256 natively, ATTNKIT_WASM_MAX_THREADS (the largest pool) with wasm threads, 1 without.
+int thread_capacity();
 
 // Runs fn(task, worker) for task in [0, tasks) on up to `threads` threads; worker in [0, threads)
 // identifies per-thread scratch. Returns when all tasks are done. Nested calls run inline.
