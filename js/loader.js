@@ -175,9 +175,8 @@ async function loadInBrowser(spec, wasmPaths, options) {
 }
 
 // Instantiates a build ('simd-threaded' | 'simd') whose calls may use up to `threads` threads; returns the Emscripten
-// module. The threaded build starts a worker per thread (at most its capacity) and limits its calls to them: a
-// larger pool than the calls use cost init() 280 ms and 120 MB in Node on two cores (8 workers), 2 workers 95 ms and
-// 68 MB.
+// module. The threaded build starts a worker per thread (at most its capacity; each costs init() time and memory,
+// wasm/CMakeLists.txt) and limits its calls to them.
 export async function loadModule(build, wasmPaths, threads = 1) {
   const spec = BUILDS[build];
   if (!spec) throw new AttnkitError(`attnkit: unknown build "${build}" (simd-threaded | simd)`);
