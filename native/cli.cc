@@ -88,8 +88,16 @@ int parse_options(int argc, char** argv, Options* o) {
   if (o->command != "run" && o->command != "bench" && o->command != "info") {
     return report(kExitInvalid, "unknown command \"" + o->command + "\" (run, bench or info)");
   }
+  // The options each command takes (its usage line): another command's would be ignored without a word.
+  const std::string takes = o->command == "run"     ? " --out --threads --isa --path --reference --case "
+                            : o->command == "bench" ? " --iters --warmup --threads --isa --path --case "
+                                                    : " --isa ";
+  static const std::string kKnown = " --out --threads --isa --path --reference --case --iters --warmup ";
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
+    if (kKnown.find(" " + arg + " ") != std::string::npos && takes.find(" " + arg + " ") == std::string::npos)
+      return report(kExitInvalid,
+                    arg + ": not an option of " + o->command + " (run attnkit without arguments for usage)");
     auto value = [&](const char** v) {
       if (i + 1 >= argc) return false;
       *v = argv[++i];

@@ -9,7 +9,7 @@ import { writeRunResults } from '../run_result.js';
 
 const USAGE = `usage: attnkit.mjs run CASE.json --target wasm [--out OUT.json] [--threads N] [--isa NAME] [--path auto|naive|flash] [--case NAME|INDEX] [--build auto|simd-threaded|simd]
        attnkit.mjs bench CASE.json --target wasm [--iters N] [--warmup N] [--threads N] [--isa NAME] [--path ...] [--case NAME|INDEX] [--build ...]
-       attnkit.mjs info --target wasm [--build ...]`;
+       attnkit.mjs info --target wasm [--threads N] [--build ...]`;
 
 class UsageError extends Error {}
 
@@ -22,19 +22,34 @@ function parseCount(text, min, what) {
 // Asked for (`help`, or --help / -h anywhere), usage is the output: stdout, exit 0.
 const wantsHelp = (argv) => argv[0] === 'help' || argv.some((a) => a === '--help' || a === '-h');
 
+// The options each command takes (its usage line), as the native CLI refuses another command's.
+const OPTIONS = {
+  run: ['--target', '--out', '--threads', '--isa', '--path', '--case', '--build'],
+  bench: ['--target', '--iters', '--warmup', '--threads', '--isa', '--path', '--case', '--build'],
+  info: ['--target', '--threads', '--build'],
+};
+const HINT = '(run attnkit.mjs without arguments for usage)';
+
 function parseArgs(argv) {
   const o = { command: argv[0], target: 'wasm', threads: 0, iters: 10, warmup: 2, build: 'auto' };
-  if (!['run', 'bench', 'info'].includes(o.command)) throw new UsageError(`missing command (run, bench or info)\n${USAGE}`);
+  if (!OPTIONS[o.command]) {
+    throw new UsageError(o.command === undefined ? `missing command (run, bench or info)\n${USAGE}`
+      : `unknown command "${o.command}" (run, bench or info)`);
+  }
   for (let i = 1; i < argv.length; i++) {
     const arg = argv[i];
     if (!arg.startsWith('--')) {
-      if (o.casePath) throw new UsageError(`unexpected argument "${arg}"\n${USAGE}`);
+      if (o.casePath || o.command === 'info') throw new UsageError(`unexpected argument "${arg}" ${HINT}`);
       o.casePath = arg;
       continue;
     }
     if (arg === '--reference') {
       throw new UsageError(
         '--reference: the fp64 reference runs natively only (build/native/attnkit run CASE.json --reference)');
+    }
+    if (!OPTIONS[o.command].includes(arg)) {
+      const known = Object.values(OPTIONS).some((names) => names.includes(arg));
+      throw new UsageError(known ? `${arg}: not an option of ${o.command} ${HINT}` : `unknown option ${arg} ${HINT}`);
     }
     const value = argv[++i];
     if (value === undefined) throw new UsageError(`${arg}: needs a value`);
@@ -49,12 +64,12 @@ function parseArgs(argv) {
     else if (arg === '--path') {
       if (!['auto', 'naive', 'flash'].includes(value)) throw new UsageError(`--path: "${value}" must be auto, naive or flash`);
       o.path = value;
-    } else throw new UsageError(`unknown option ${arg}\n${USAGE}`);
+    }
   }
   if (o.target !== 'wasm') {
     throw new UsageError(`--target: "${o.target}" is not served here (wasm); the native CLI is build/native/attnkit`);
   }
-  if (o.command !== 'info' && !o.casePath) throw new UsageError(`missing CASE.json\n${USAGE}`);
+  if (o.command !== 'info' && !o.casePath) throw new UsageError(`${o.command}: missing CASE.json ${HINT}`);
   return o;
 }
 

@@ -203,6 +203,17 @@ describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
     }
   });
 
+  test('an unknown command, or another command\'s option, exits 2 with the native CLI\'s line', () => {
+    for (const [args, line] of [[['frob'], 'unknown command "frob" (run, bench or info)'],
+      [['bench', valid.file, '--out', 'x.json'], '--out: not an option of bench'],
+      [['info', '--iters', '3'], '--iters: not an option of info']]) {
+      const r = spawnSync(process.execPath, [bin, ...args, '--target', 'wasm'], { encoding: 'utf8' });
+      assert.equal(r.status, 2, r.stderr);
+      assert.ok(r.stderr.startsWith(line) && r.stderr.trim().split('\n').length === 1, r.stderr);
+      if (haveCli) assert.ok(spawnSync(cli, args, { encoding: 'utf8' }).stderr.startsWith(line), args.join(' '));
+    }
+  });
+
   test('a count out of range exits 2 with the native CLI\'s line', () => {
     for (const args of [['--iters', '99999999999'], ['--warmup', '-1'], ['--threads', '1e3']]) {
       const r = spawnSync(process.execPath, [bin, 'bench', valid.file, '--target', 'wasm', ...args], { encoding: 'utf8' });

@@ -277,6 +277,13 @@ TEST_F(Cli, BadFilesAndOptionsNeverCrash) {
   EXPECT_EQ(cli("run " + valid + " --threads -1").code, 2);
   EXPECT_EQ(cli("run " + valid + " --path fastest").code, 2);
   EXPECT_EQ(cli("run " + valid + " --bogus 1").code, 2);
+  // Another command's option is refused, not ignored (bench --reference timed the optimised op).
+  for (const std::string& line :
+       {"bench " + valid + " --reference", "run " + valid + " --iters 5", std::string("info --threads 3")}) {
+    Result other = cli(line);
+    EXPECT_EQ(other.code, 2) << line;
+    EXPECT_NE(other.err.find(": not an option of "), std::string::npos) << line << ": " << other.err;
+  }
   EXPECT_EQ(cli("run").code, 2);
   EXPECT_EQ(cli("frobnicate").code, 2);
   EXPECT_EQ(cli("run " + valid + " --out " + dir + "no-such-dir/out.json").code, 1);
