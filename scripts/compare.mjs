@@ -10,8 +10,8 @@ import { TARGETS } from '../js/targets/index.js';
 import { attnkitTolerance, ortTolerance } from '../js/tolerance.js';
 import { cliAvailable, defaultCli, repoRoot, runNative } from '../js/targets/native.js';
 
-const USAGE = 'node scripts/compare.mjs [--cases DIR] [--filter SUBSTR] [--targets id,id] [--threads N] [--repeat N] ' +
-  '[--out FILE]';
+const USAGE = 'node scripts/compare.mjs [--cases DIR|FILE] [--filter SUBSTR] [--targets id,id] [--threads N] ' +
+  '[--repeat N] [--out FILE]';
 
 function usageError(why) {
   process.stderr.write(`compare: ${why}\nUsage: ${USAGE}\n`);
@@ -44,7 +44,9 @@ function parseArgs(argv) {
   return opts;
 }
 
+// The .json files under a folder, or the one file named.
 function listCaseFiles(dir) {
+  if (!statSync(dir).isDirectory()) return [dir];
   const out = [];
   for (const entry of readdirSync(dir).sort()) {
     const path = join(dir, entry);
@@ -158,13 +160,17 @@ async function main() {
   const cases = [];
   const unreadable = [];
   let all = 0;
+  let validation = 0;
   if (!existsSync(opts.cases)) usageError(`--cases: ${opts.cases} does not exist`);
   for (const file of listCaseFiles(opts.cases)) {
     try {
       const json = parseCaseJson(readFileSync(file, 'utf8'));
       listCases(json).forEach((raw, index) => {
         // Validation cases (expect_error) are the tests' business; they may not even load.
-        if (raw.expect_error !== undefined) return;
+        if (raw.expect_error !== undefined) {
+          validation++;
+          return;
+        }
         const c = normalizeCase(raw, index);
         all++;
         if (!c.name.includes(opts.filter)) return;
@@ -179,6 +185,10 @@ async function main() {
   }
   if (unreadable.length) console.error(`compare: case files that cannot be read:\n${unreadable.join('\n')}`);
   const where = relative(process.cwd(), opts.cases) || '.';
+  if (all === 0) {
+    usageError(`--cases: no case to compare in ${where}` +
+      (validation ? ` (${validation} validation cases, with expect_error, are left to the tests)` : ''));
+  }
   if (cases.length === 0) usageError(`no case name contains "${opts.filter}" (${all} cases in ${where})`);
   if (!cliAvailable()) throw new Error(`${defaultCli} is missing: run bash scripts/build.sh first`);
   const targets = [];

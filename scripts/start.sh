@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 case " $* " in  # before installing anything
   *" -h "* | *" --help "*)
-    echo "Usage: npm start [-- --cases DIR] [--filter SUBSTR] [--targets id,id] [--threads N] [--repeat N] [--out FILE]"; exit 0 ;;
+    echo "Usage: npm start [-- --cases DIR|FILE] [--filter SUBSTR] [--targets id,id] [--threads N] [--repeat N] [--out FILE]"; exit 0 ;;
 esac
 bash scripts/setup.sh
 bash scripts/build.sh

@@ -36,6 +36,18 @@ test('compare.mjs: a filter that matches no case stops it with the usage line be
   assert.match(r.stderr, /^compare: no case name contains "no-such-case-name" \(\d+ cases in tests\/cases\)\nUsage: /);
 });
 
+test('compare.mjs --cases: one file is taken as a folder of one; none to compare is said so', () => {
+  const invalid = fs.readdirSync(path.join(root, 'tests/cases/gqa')).find((f) => f.startsWith('invalid--'));
+  const r = run('scripts/compare.mjs', '--cases', `tests/cases/gqa/${invalid}`);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^compare: --cases: no case to compare in .*invalid--.*\(1 validation cases, with expect_error/);
+  const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'attnkit-no-cases-'));
+  const none = run('scripts/compare.mjs', '--cases', empty);
+  fs.rmSync(empty, { recursive: true, force: true });
+  assert.equal(none.status, 2);
+  assert.match(none.stderr, /^compare: --cases: no case to compare in [^(]*\nUsage: /);
+});
+
 test('npm run bench and npm start: --help before installing anything, unknown arguments refused', () => {
   const bench = spawnSync('bash', ['scripts/bench.sh', '--quik'], { cwd: root, encoding: 'utf8' });
   assert.equal(bench.status, 2);
