@@ -73,7 +73,8 @@ export type Build = 'simd-threaded' | 'simd';
 
 export interface InitOptions {
   /** Default threads per call; default: the CPUs the process may use (in Node its affinity mask and cgroup quota, in
-   * a page navigator.hardwareConcurrency), clamped to the threaded build's pool (8); 1 on the single-thread build. */
+   * a page navigator.hardwareConcurrency), clamped to the threaded build's most, 8 (a worker each); 1 on the
+   * single-thread build. */
   threads?: number;
   /** 'auto' (default) picks simd-threaded where SharedArrayBuffer and cross-origin isolation allow and more than
    * one thread is wanted; for one thread (threads: 1, or a one-core host) the single-thread build, whose copies
