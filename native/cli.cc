@@ -32,8 +32,8 @@ const char kUsage[] =
     "usage: attnkit run CASE.json [--out OUT.json] [--threads N] [--isa NAME] [--path auto|naive|flash] "
     "[--reference] [--case NAME|INDEX]\n"
     "       attnkit bench CASE.json [--iters N] [--warmup N] [--threads N] [--isa NAME] [--path auto|naive|flash] "
-    "[--case NAME|INDEX]\n"
-    "       attnkit info [--isa NAME]\n"
+    "[--case NAME|INDEX] [--out OUT.json]\n"
+    "       attnkit info [--isa NAME] [--out OUT.json]\n"
     "exit codes: 0 ok; 2 invalid case, input, attribute or option (one line on stderr); 1 I/O error or out of memory\n";
 
 int report(int code, const std::string& message) {
@@ -90,8 +90,8 @@ int parse_options(int argc, char** argv, Options* o) {
   }
   // The options each command takes (its usage line): another command's would be ignored without a word.
   const std::string takes = o->command == "run"     ? " --out --threads --isa --path --reference --case "
-                            : o->command == "bench" ? " --iters --warmup --threads --isa --path --case "
-                                                    : " --isa ";
+                            : o->command == "bench" ? " --out --iters --warmup --threads --isa --path --case "
+                                                    : " --out --isa ";
   static const std::string kKnown = " --out --threads --isa --path --reference --case --iters --warmup ";
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];

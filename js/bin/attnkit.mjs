@@ -8,8 +8,8 @@ import { listCases, parseCaseJson } from '../case.js';
 import { writeRunResults } from '../run_result.js';
 
 const USAGE = `usage: attnkit.mjs run CASE.json --target wasm [--out OUT.json] [--threads N] [--isa NAME] [--path auto|naive|flash] [--case NAME|INDEX] [--build auto|simd-threaded|simd]
-       attnkit.mjs bench CASE.json --target wasm [--iters N] [--warmup N] [--threads N] [--isa NAME] [--path ...] [--case NAME|INDEX] [--build ...]
-       attnkit.mjs info --target wasm [--threads N] [--build ...]`;
+       attnkit.mjs bench CASE.json --target wasm [--iters N] [--warmup N] [--threads N] [--isa NAME] [--path ...] [--case NAME|INDEX] [--out OUT.json] [--build ...]
+       attnkit.mjs info --target wasm [--threads N] [--isa NAME] [--out OUT.json] [--build ...]`;
 
 class UsageError extends Error {}
 
@@ -25,8 +25,8 @@ const wantsHelp = (argv) => argv[0] === 'help' || argv.some((a) => a === '--help
 // The options each command takes (its usage line), as the native CLI refuses another command's.
 const OPTIONS = {
   run: ['--target', '--out', '--threads', '--isa', '--path', '--case', '--build'],
-  bench: ['--target', '--iters', '--warmup', '--threads', '--isa', '--path', '--case', '--build'],
-  info: ['--target', '--threads', '--build'],
+  bench: ['--target', '--out', '--iters', '--warmup', '--threads', '--isa', '--path', '--case', '--build'],
+  info: ['--target', '--out', '--threads', '--isa', '--build'],
 };
 const HINT = '(run attnkit.mjs without arguments for usage)';
 

@@ -205,7 +205,7 @@ describe('CLI: node js/bin/attnkit.mjs --target wasm', () => {
 
   test('an unknown command, or another command\'s option, exits 2 with the native CLI\'s line', () => {
     for (const [args, line] of [[['frob'], 'unknown command "frob" (run, bench or info)'],
-      [['bench', valid.file, '--out', 'x.json'], '--out: not an option of bench'],
+      [['run', valid.file, '--iters', '3'], '--iters: not an option of run'],
       [['info', '--iters', '3'], '--iters: not an option of info']]) {
       const r = spawnSync(process.execPath, [bin, ...args, '--target', 'wasm'], { encoding: 'utf8' });
       assert.equal(r.status, 2, r.stderr);
