@@ -92,24 +92,23 @@ int parse_options(int argc, char** argv, Options* o) {
   const std::string takes = o->command == "run"     ? " --out --threads --isa --path --reference --case "
                             : o->command == "bench" ? " --out --iters --warmup --threads --isa --path --case "
                                                     : " --out --isa ";
-  static const std::string kKnown = " --out --threads --isa --path --reference --case --iters --warmup ";
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
-    if (kKnown.find(" " + arg + " ") != std::string::npos && takes.find(" " + arg + " ") == std::string::npos)
-      return report(kExitInvalid,
-                    arg + ": not an option of " + o->command + " (run attnkit without arguments for usage)");
     auto value = [&](const char** v) {
       if (i + 1 >= argc) return false;
       *v = argv[++i];
       return true;
     };
+    static const char* const kValued[] = {"--out", "--isa", "--case", "--threads", "--iters", "--warmup", "--path"};
+    bool valued = false;
+    for (const char* name : kValued) valued = valued || arg == name;
+    if ((valued || arg == "--reference") && takes.find(" " + arg + " ") == std::string::npos)
+      return report(kExitInvalid,
+                    arg + ": not an option of " + o->command + " (run attnkit without arguments for usage)");
     if (arg == "--reference") {
       o->reference = true;
       continue;
     }
-    static const char* const kValued[] = {"--out", "--isa", "--case", "--threads", "--iters", "--warmup", "--path"};
-    bool valued = false;
-    for (const char* name : kValued) valued = valued || arg == name;
     const char* v = nullptr;
     if (valued && !value(&v)) return report(kExitInvalid, arg + ": needs a value");
     if (arg == "--out") {
