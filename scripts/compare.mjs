@@ -2,13 +2,14 @@
 // available target (js/targets/index.js), measures each against the fp64 reference (`attnkit run --reference`), and
 // prints per case the max abs / max rel difference and the median time of each target; writes report/index.html.
 // Exits 1 when an attnkit target diverges or fails, or a case file cannot be read; a peer's divergences are reported.
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { listCases, materializeTensor, normalizeCase, parseCaseJson } from '../js/case.js';
 import { compareOutputs } from '../js/compare.js';
 import { TARGETS } from '../js/targets/index.js';
 import { attnkitTolerance, ortTolerance } from '../js/tolerance.js';
 import { cliAvailable, defaultCli, repoRoot, runNative } from '../js/targets/native.js';
+import { fmt, fmtMs, isBad, speedAgainstFirst, writeHtml } from './compare_report.mjs';
 
 const USAGE = 'node scripts/compare.mjs [--cases DIR|FILE] [--filter SUBSTR] [--targets id,id] [--threads N] ' +
   '[--repeat N] [--out FILE]';
@@ -68,9 +69,6 @@ function describeShape(c) {
   return parts.join(' ');
 }
 
-const fmt = (x) => (x === null || x === undefined ? '-' : Number.isFinite(x) ? x.toExponential(2) : String(x));
-const fmtMs = (x) => (typeof x === 'number' ? (x < 1 ? x.toFixed(3) : x < 100 ? x.toFixed(2) : x.toFixed(0)) : '-');
-
 // attnkit's own targets are held to the bound its tests hold them to; a peer (ORT) to the case's tolerance or the
 // spec's accuracy anchors.
 const isAttnkit = (target) => target.id.startsWith('attnkit-');
@@ -111,46 +109,14 @@ async function runTarget(target, c, file, opts, reference, expected) {
 const LABEL_WIDTH = Math.max(...TARGETS.map((t) => t.label.length));
 
 function printCase(entry) {
-  const { c, rows, referenceNote } = entry;
-  const lines = [`${c.name}  (${describeShape(c)})${referenceNote ? `  [${referenceNote}]` : ''}`];
+  const { c, rows, referenceNote, shape } = entry;
+  const lines = [`${c.name}  (${shape})${referenceNote ? `  [${referenceNote}]` : ''}`];
   lines.push(`  ${'target'.padEnd(LABEL_WIDTH)} ${'max abs'.padStart(9)} ${'max rel'.padStart(9)} ${'time ms'.padStart(9)}  status`);
   for (const r of rows) {
     const status = r.status + (r.detail && r.status !== 'ok' ? `: ${r.detail.slice(0, 100)}` : '');
     lines.push(`  ${r.target.padEnd(LABEL_WIDTH)} ${fmt(r.maxAbs).padStart(9)} ${fmt(r.maxRel).padStart(9)} ${fmtMs(r.timeMs).padStart(9)}  ${status}`);
   }
   console.log(lines.join('\n'));
-}
-
-const esc = (s) => String(s).replace(/[&<>"]/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[ch]);
-
-function writeHtml(out, entries, targets, totals, meta) {
-  const head = `<tr><th>case</th><th>shape</th><th>target</th><th>max abs</th><th>max rel</th><th>time ms</th><th>status</th></tr>`;
-  const body = entries.map(({ c, rows, referenceNote }) => rows.map((r, i) => {
-    const cls = r.status === 'ok' ? '' : ` class="${r.status === 'DIVERGES' || r.status === 'error' ? 'bad' : 'note'}"`;
-    const caseCells = i === 0
-      ? `<td rowspan="${rows.length}">${esc(c.name)}${referenceNote ? `<br><small>${esc(referenceNote)}</small>` : ''}</td><td rowspan="${rows.length}">${esc(describeShape(c))}</td>`
-      : '';
-    return `<tr${cls}>${caseCells}<td>${esc(r.target)}</td><td>${fmt(r.maxAbs)}</td><td>${fmt(r.maxRel)}</td><td>${fmtMs(r.timeMs)}</td><td>${esc(r.status)}${r.detail ? `<br><small>${esc(r.detail)}</small>` : ''}</td></tr>`;
-  }).join('\n')).join('\n');
-  const summary = targets.map((t) => {
-    const s = totals[t.label];
-    return `<li>${esc(t.label)}: ${Object.entries(s).map(([k, v]) => `${v} ${k}`).join(', ')}</li>`;
-  }).join('');
-  const html = `<!doctype html>
-<html><head><meta charset="utf-8"><title>attnkit cross-target comparison</title>
-<style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
-td:nth-child(n+4){font-family:monospace}tr.bad td{background:#fdd}tr.note td{background:#ffd}small{color:#555}</style></head>
-<body><h1>attnkit cross-target comparison</h1>
-<p>Differences are against the fp64 reference (<code>attnkit run --reference</code>); times are medians of ${meta.repeat} runs
-(attnkit native: <code>attnkit bench</code>; ORT native: its own run, from its profiler; the wasm targets: the call
-from JS, copies in and out included), ${meta.threads} thread(s), ${esc(meta.date)}.
-Red rows diverge beyond the case's tolerance or failed; yellow rows were skipped (the target cannot run the case, and says why).</p>
-<ul>${summary}</ul>
-<table>${head}
-${body}</table></body></html>
-`;
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, html);
 }
 
 async function main() {
@@ -213,21 +179,23 @@ async function main() {
       rows.push(row);
       totals[t.label][row.status] = (totals[t.label][row.status] ?? 0) + 1;
     }
-    const entry = { c, rows, referenceNote };
+    const entry = { c, rows, referenceNote, shape: describeShape(c) };
     entries.push(entry);
     printCase(entry);
   }
-  console.log('\nsummary (per target):');
+  const speed = speedAgainstFirst(entries, targets);
+  console.log(`\nsummary (per target; time over ${targets[0].label}'s, geometric mean over the cases both ran):`);
   for (const t of targets) {
-    console.log(`  ${t.label.padEnd(LABEL_WIDTH)} ${Object.entries(totals[t.label]).map(([k, v]) => `${v} ${k}`).join(', ')}`);
+    const { ratio, cases: timed } = speed[t.label];
+    const time = ratio === null ? '' : `; time ${ratio.toFixed(2)}x (${timed} cases)`;
+    console.log(`  ${t.label.padEnd(LABEL_WIDTH)} ${Object.entries(totals[t.label]).map(([k, v]) => `${v} ${k}`).join(', ')}${time}`);
   }
-  const bad = (r) => r.status === 'DIVERGES' || r.status === 'error';
-  const divergent = entries.flatMap(({ c, rows }) => rows.filter(bad)
+  const divergent = entries.flatMap(({ c, rows }) => rows.filter(isBad)
     .map((r) => `  ${c.name} on ${r.target}: ${r.status} ${r.detail}`));
   if (divergent.length) console.log(`\ndivergences and errors:\n${divergent.join('\n')}`);
   writeHtml(opts.out, entries, targets, totals, { repeat: opts.repeat, threads: opts.threads, date: new Date().toISOString() });
   console.log(`\nreport: ${relative(process.cwd(), opts.out)} (${cases.length} cases, ${((performance.now() - started) / 1000).toFixed(1)} s)`);
-  const ours = entries.reduce((n, { rows }) => n + rows.filter((r, i) => bad(r) && isAttnkit(targets[i])).length, 0);
+  const ours = entries.reduce((n, { rows }) => n + rows.filter((r, i) => isBad(r) && isAttnkit(targets[i])).length, 0);
   if (ours || unreadable.length) {
     console.log(`compare: FAILED: ${ours} attnkit result(s) diverge or fail, ` +
       `${unreadable.length} case file(s) unreadable`);

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { speedAgainstFirst } from '../../scripts/compare_report.mjs';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPTS = ['scripts/compare.mjs', 'bench/js/gqa_ort.mjs', 'bench/js/qattention_ort.mjs', 'bench/js/models_ort.mjs',
@@ -92,7 +93,28 @@ test('compare.mjs --cases: a wrong expected output or an unreadable file fails t
       /user\/expected on attnkit native: DIVERGES vs expected: output: element \d+: got .*, expected 100/);
     assert.match(bad.stdout, /attnkit native +1 ok, 1 DIVERGES/);
     assert.match(bad.stdout, /FAILED: 1 attnkit result\(s\) diverge or fail, 1 case file\(s\) unreadable/);
+    // The report lists the divergence first, linked to its case's row, and gives each target's time against the first.
+    assert.match(bad.stdout, /attnkit native +1 ok, 1 DIVERGES; time 1\.00x \(2 cases\)/);
+    const html = fs.readFileSync(report, 'utf8');
+    const anchor = html.match(/<li><a href="#(case-\d)">user\/expected<\/a> on attnkit native: <b>DIVERGES<\/b>/);
+    assert.ok(anchor, html);
+    assert.match(html, new RegExp(`<tr id="${anchor[1]}"><td>user/expected</td>.*<td class="bad"><b>DIVERGES</b>`));
+    assert.match(html, /<tr id="case-\d" class="allok"><td>user\/fp16<\/td>/);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+// A target's time against the first: the geometric mean of the per-case ratios, over the cases both timed only.
+test('compare_report.mjs: speedAgainstFirst', () => {
+  const row = (timeMs) => ({ timeMs });
+  const entries = [[1, 2, null], [2, 16, 3], [null, 5, 4]].map((times) => ({ rows: times.map(row) }));
+  const speed = speedAgainstFirst(entries, [{ label: 'a' }, { label: 'b' }, { label: 'c' }]);
+  assert.deepEqual(speed.a, { ratio: 1, cases: 2 });
+  assert.equal(speed.b.cases, 2);
+  assert.ok(Math.abs(speed.b.ratio - 4) < 1e-12, String(speed.b.ratio));  // sqrt(2 * 8)
+  assert.equal(speed.c.cases, 1);
+  assert.ok(Math.abs(speed.c.ratio - 1.5) < 1e-12);
+  assert.deepEqual(speedAgainstFirst([{ rows: [row(null), row(1)] }], [{ label: 'a' }, { label: 'b' }]).b,
+    { ratio: null, cases: 0 });
 });
