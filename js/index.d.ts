@@ -70,6 +70,11 @@ export interface CallOptions {
 export type StepOptions = Pick<CallOptions, 'threads' | 'path' | 'stats'> & { into?: { output: TensorData } };
 
 export type Build = 'simd-threaded' | 'simd';
+/** The files of js/dist, as a wasmPaths map names them. */
+export type DistFile = 'attnkit-simd-threaded.js' | 'attnkit-simd-threaded.wasm' | 'attnkit-simd-threaded.worker.js'
+  | 'attnkit-simd.js' | 'attnkit-simd.wasm';
+/** URL where the TypeScript library declares it (lib dom, or @types/node), else nothing. */
+export type URLIfDeclared = typeof globalThis extends { URL: { prototype: infer U } } ? U : never;
 
 export interface InitOptions {
   /** Default threads per call; default: the CPUs the process may use (in Node its affinity mask and cgroup quota, in
@@ -80,8 +85,9 @@ export interface InitOptions {
    * one thread is wanted; for one thread (threads: 1, or a one-core host) the single-thread build, whose copies
    * in and out are faster and which then runs every call on one thread. */
   build?: 'auto' | Build;
-  /** Where js/dist's files are served: a prefix ending in '/', or a map from file name to URL/path. */
-  wasmPaths?: string | Record<string, string>;
+  /** Where js/dist's files are served: a prefix ending in '/' (a string or URL), or a map from file name to URL/path
+   * (another name is refused). */
+  wasmPaths?: string | URLIfDeclared | { [file in DistFile]?: string | URLIfDeclared };
 }
 
 export interface Info {

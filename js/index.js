@@ -2,7 +2,7 @@
 // the environment allows). `init()` loads a build; the op functions take { name: { data, shape, dtype? } }
 // and return owned typed arrays; `createInstance()` gives independent modules (e.g. both builds at once).
 import { AttnkitError, checkNames, shown, thrownLine } from './errors.js';
-import { availableCores, BUILDS, detectBuild, loadModule, terminateWorkers } from './loader.js';
+import { availableCores, BUILDS, detectBuild, DIST_FILES, loadModule, terminateWorkers } from './loader.js';
 import { heapBuffer, runOperator, PinnedTensor, pinTensor, WasmTrap } from './marshal.js';
 import {
   createKvCache as newCacheHandle, createQAttentionCache as newQAttentionCacheHandle, loadKvCache,
@@ -78,6 +78,7 @@ export class AttnkitInstance {
     this.maxThreads = maxThreads;
     this.disposed = false;
     this.replacedBy = null;  // the build that init() replaced this default instance with
+    this.fellBackFrom = null;  // the build that was picked but did not load (loadInstance)
     this.nativeInfo = JSON.parse(Module.UTF8ToString(Module._attnkit_info_json() >>> 0));
   }
 
@@ -180,7 +181,8 @@ export class AttnkitInstance {
   // Runs one case object (the corpus format, tests/cases); returns { outputs }.
   runCase(caseObject, options = {}) {
     const { op, inputs, attrs, outputs } = prepareCase(caseObject);
-    return { outputs: this.run(op, inputs, attrs, { outputs, ...callOptions(options, 'runCase') }) };
+    const o = callOptions(options, 'runCase');
+    return { outputs: this.run(op, inputs, attrs, { ...o, outputs: o.outputs ?? outputs }) };
   }
 
   dispose() {
@@ -374,7 +376,9 @@ async function loadInstance(settings) {
     Module = await loadModule(build, settings.wasmPaths, settings.threads);
   }
   const maxThreads = Module._attnkit_wasm_max_threads();
-  return new AttnkitInstance(Module, build, reason, clampThreads(settings.threads, maxThreads), maxThreads);
+  const instance = new AttnkitInstance(Module, build, reason, clampThreads(settings.threads, maxThreads), maxThreads);
+  if (build !== settings.build) instance.fellBackFrom = settings.build;
+  return instance;
 }
 
 function clampThreads(wanted, maxThreads) {
@@ -385,11 +389,14 @@ function clampThreads(wanted, maxThreads) {
 async function resolveSettings(options) {
   if (options != null && typeof options !== 'object') throw new AttnkitError('init: options must be an object');
   checkNames('init', options, ['threads', 'build', 'wasmPaths']);
-  const { threads, build = 'auto', wasmPaths } = options ?? {};
+  const { threads, build = 'auto' } = options ?? {};
+  let { wasmPaths } = options ?? {};
   checkThreads(threads, 'init');
+  if (typeof URL === 'function' && wasmPaths instanceof URL) wasmPaths = wasmPaths.href;  // a folder's URL object
   if (!(wasmPaths === undefined || typeof wasmPaths === 'string' || (wasmPaths && typeof wasmPaths === 'object'))) {
     throw new AttnkitError('init: wasmPaths must be a prefix (a string) or an object of URLs by file name');
   }
+  if (typeof wasmPaths === 'object') checkNames('init: wasmPaths', wasmPaths, DIST_FILES, 'a file of js/dist');
   const detected = detectBuild();
   let chosen = detected.build;
   let reason = detected.reason;
@@ -437,10 +444,16 @@ export function init(options) {
     const settings = await resolveSettings(options);  // a refused init() leaves the current instance as it was
     const files = JSON.stringify(settings.wasmPaths ?? null);
     // More threads than the pool holds need a larger pool: a fresh module.
-    if (current && !current.disposed && current.build === settings.build && currentFiles === files &&
+    // A build that fell back for the same options (auto) is kept too: loading it again would fall back again.
+    const sameBuild = current?.build === settings.build;
+    const sameFallback = settings.mayFallBack && current?.fellBackFrom === settings.build;
+    if (current && !current.disposed && (sameBuild || sameFallback) && currentFiles === files &&
         current.pooled(settings.threads)) {
       current.threads = clampThreads(settings.threads, current.maxThreads);
-      current.reason = settings.reason;
+      if (sameBuild) {
+        current.reason = settings.reason;
+        current.fellBackFrom = null;  // now the build asked for
+      }
       return current.info();
     }
     const next = await loadInstance(settings);

@@ -58,6 +58,9 @@ const DIST_URLS = {
   'attnkit-simd.wasm': () => new URL('./dist/attnkit-simd.wasm', import.meta.url),
 };
 
+// The names a wasmPaths map may give.
+export const DIST_FILES = Object.keys(DIST_URLS);
+
 // Where a dist file lives. wasmPaths: a prefix (URL or folder, ending in '/') or a map from file name (the five of
 // js/dist) to its URL/path, as bundlers and CDNs need; default: js/dist beside this file.
 function locate(file, wasmPaths) {
@@ -91,9 +94,17 @@ async function loadInNode(spec, wasmPaths, options) {
   } catch (e) {
     throw new AttnkitError(`attnkit: cannot read ${wasmPath} (run \`npm run build\` to build the wasm modules): ${e.message}`, 1);
   }
+  // A worker script that is not there would make the pool's workers throw in Node's event loop (the process dies).
+  if (workerPath) {
+    try {
+      await fs.access(workerPath);
+    } catch (e) {
+      throw new AttnkitError(`attnkit: cannot read ${workerPath}: ${e.message}`, 1);
+    }
+  }
   const factory = createRequire(import.meta.url)(scriptPath);
   // Node 20's fetch() cannot read file paths, so the bytes are handed over; workers get the compiled module.
-  const Module = await factory({
+  const Module = await instantiate(factory, {
     ...options,
     wasmBinary,
     mainScriptUrlOrBlob: scriptPath,
@@ -167,11 +178,26 @@ async function loadInBrowser(spec, wasmPaths, options) {
   const factory = await loadFactoryInBrowser(scriptUrl);
   if (typeof factory !== 'function') throw new AttnkitError(`attnkit: ${scriptUrl} did not define createAttnkitModule`, 1);
   const files = { [spec.wasm]: wasmUrl, ...(spec.worker ? { [spec.worker]: workerUrl } : {}) };
-  return factory({
+  return instantiate(factory, {
     ...options,
     mainScriptUrlOrBlob: scriptUrl,
     locateFile: (file) => files[file] ?? new URL(file, scriptUrl).href,
   });
+}
+
+// factory(moduleArg), ending the pthread workers it started when it fails: the pool is spawned before the wasm is
+// instantiated, and workers left behind keep Node alive (and idle in a page) after init() has given up on them.
+async function instantiate(factory, moduleArg) {
+  try {
+    return await factory(moduleArg);
+  } catch (e) {
+    try {
+      moduleArg.PThread?.terminateAllThreads();
+    } catch {
+      // nothing more to end
+    }
+    throw e;
+  }
 }
 
 // Instantiates a build ('simd-threaded' | 'simd') whose calls may use up to `threads` threads; returns the Emscripten
@@ -184,11 +210,11 @@ export async function loadModule(build, wasmPaths, threads = 1) {
   try {
     const options = { attnkitPoolSize: Math.max(1, threads) };  // read by PTHREAD_POOL_SIZE (wasm/CMakeLists.txt)
     Module = await (isNode ? loadInNode(spec, wasmPaths, options) : loadInBrowser(spec, wasmPaths, options));
+    Module._attnkit_wasm_set_max_threads(Math.min(threads, Module._attnkit_wasm_thread_capacity()));
   } catch (e) {
     if (e instanceof AttnkitError) throw e;
     throw new AttnkitError(`attnkit: loading the ${build} build failed: ${e?.message ?? e}`, 1);
   }
-  Module._attnkit_wasm_set_max_threads(Math.min(threads, Module._attnkit_wasm_thread_capacity()));
   return Module;
 }
 

@@ -67,7 +67,12 @@ export class PinnedTensor {
   // normalizeInput's form for a call on `Module`, its data a view of wasm memory as it is now.
   _normalized(name, Module) {
     if (!this.#ptr) throw new AttnkitError(`${name}: the pinned tensor was disposed`);
-    if (this.#instance.disposed || this.#instance.Module !== Module) {
+    if (this.#instance.disposed) {
+      const gone = this.#instance.replacedBy ? `was replaced when init() loaded the ${this.#instance.replacedBy} build`
+        : 'was disposed';
+      throw new AttnkitError(`${name}: the instance the tensor is pinned in ${gone}; pin it again`);
+    }
+    if (this.#instance.Module !== Module) {
       throw new AttnkitError(`${name}: the tensor is pinned in another attnkit instance`);
     }
     const { array, bytes } = DTYPES[this.dtype];
@@ -299,6 +304,7 @@ function checkInto(what, into) {
     throw new AttnkitError(`${what}: into must be an object of typed arrays by output name`);
   }
   for (const [name, a] of Object.entries(into)) {
+    if (a === undefined) continue;  // absent
     if (!ArrayBuffer.isView(a) || a instanceof DataView) {
       throw new AttnkitError(`${what}: into.${name} must be a typed array, got ${a?.constructor?.name ?? typeof a}`);
     }
@@ -327,7 +333,7 @@ function resultEntries(Module, result) {
 // call leaves the caller's arrays as they were.
 function checkIntoTargets(what, into, found) {
   for (const name of Object.keys(into)) {
-    if (!found.some((r) => r.name === name)) {
+    if (into[name] !== undefined && !found.some((r) => r.name === name)) {
       const produced = found.map((r) => r.name).join(', ');
       throw new AttnkitError(`${what}: into.${name} is not an output of this call (it produces ${produced})`);
     }

@@ -1,7 +1,8 @@
 // attnkit browser tests: where the wasm files are served from, as bundlers and CDNs place them. The threaded build's
 // worker script is located as its other files are (a wasmPaths map of each file's URL), one on another origin (a
 // CDN) runs from a blob, since a browser refuses a cross-origin worker script, and one that does not load makes the
-// default choice fall back to the single-thread build, or an asked-for threaded build fail, instead of hanging.
+// default choice fall back to the single-thread build, or an asked-for threaded build fail, instead of hanging;
+// one that does not instantiate leaves no worker behind.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -27,6 +28,7 @@ describe('attnkit wasm served from elsewhere', () => {
         '/assets/main-3f2a.js': file('attnkit-simd-threaded.js', 'text/javascript'),
         '/assets/main-3f2a.wasm': file('attnkit-simd-threaded.wasm', 'application/wasm'),
         '/workers/w-91c0.js': file('attnkit-simd-threaded.worker.js', 'text/javascript'),
+        '/assets/wrong.wasm': file('attnkit-simd.wasm', 'application/wasm'),  // does not link as the threaded one
       },
     });
     // Another port is another origin; a CDN answers CORS and lets isolated pages embed what it serves.
@@ -94,5 +96,23 @@ describe('attnkit wasm served from elsewhere', () => {
     assert.match(fallback.reason, new RegExp(`^the threaded build did not load \\(${missing}`));
     const asked = await initAndRun({ threads: 2, build: 'simd-threaded', wasmPaths: map });
     assert.match(asked.error ?? '', new RegExp(`^AttnkitError: ${missing}`));
+  });
+
+  test('a threaded module that does not instantiate: the single-thread build, and no worker left running', async () => {
+    // The pool's workers start before the module is instantiated; they used to stay, idle, for the page's life.
+    // A terminated worker leaves page.workers() when its close event arrives.
+    const workersLeft = async () => {
+      for (const deadline = Date.now() + 5000; browser.page.workers().length > 0 && Date.now() < deadline;) {
+        await new Promise((ok) => setTimeout(ok, 50));
+      }
+      return browser.page.workers().length;
+    };
+    await browser.page.evaluate(async () => (await import('/js/index.js')).dispose());
+    assert.equal(await workersLeft(), 0);
+    const r = await initAndRun({ threads: 2, wasmPaths: { 'attnkit-simd-threaded.wasm': site.url('assets/wrong.wasm') } });
+    assert.equal(r.error, undefined, r.error);
+    assert.equal(r.build, 'simd');
+    assert.match(r.reason, /^the threaded build did not load \(attnkit: loading the simd-threaded build failed: /);
+    assert.equal(await workersLeft(), 0);
   });
 });

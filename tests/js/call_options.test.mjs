@@ -104,4 +104,14 @@ test('a misspelt option or key is refused, naming the ones there are; an undefin
     ak.groupQueryAttention(inputs, attrs));
   refused(() => ak.groupQueryAttention({ ...inputs, query: inputs.query.data }, attrs),
     'query: a tensor is { data, shape, dtype? }, not a bare Float32Array');
+  // An undefined option or into entry is absent too: runCase keeps the case's own outputs.
+  const into = { output: new Float32Array(inputs.query.data.length), present_key: undefined };
+  const viaInto = ak.groupQueryAttention(inputs, attrs, { outputs: ['output'], into });
+  assert.equal(viaInto.output.data, into.output);
+  const tensor = (t) => ({ dtype: 'float32', shape: t.shape, data: Array.from(t.data) });
+  const caseObject = { op: 'GroupQueryAttention', attrs, outputs: ['output'], inputs: {
+    query: tensor(inputs.query), key: tensor(inputs.key), value: tensor(inputs.value),
+    seqlens_k: { dtype: 'int32', shape: [1], data: Array.from(inputs.seqlens_k.data) },
+    total_sequence_length: { dtype: 'int32', shape: [1], data: Array.from(inputs.total_sequence_length.data) } } };
+  assert.deepEqual(Object.keys(ak.runCase(caseObject, { outputs: undefined }).outputs), ['output']);
 });

@@ -2,7 +2,8 @@
 // and passed as an input gives the bits of the same tensor passed as an array: rotary tables to KvCache steps, a
 // past continued in the shared-buffer form, QAttention's weights to a QAttentionCache step; also after the heap has
 // grown (which replaces the single-thread build's buffer). Calls with pinned inputs do not grow memory, a pinned
-// tensor pinned again is copied, and one disposed, or used by another instance, is refused with a message.
+// tensor pinned again is copied, and one disposed, of a disposed instance, or used by another instance, is refused
+// with a message.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
@@ -106,6 +107,12 @@ for (const build of ['simd-threaded', 'simd']) {
       (e) => e instanceof AttnkitError && e.message === 'query: the pinned tensor was disposed');
     assert.throws(() => inst.pin({ data: new Float64Array(2), shape: [2] }),
       (e) => e instanceof AttnkitError && /^pin: cannot infer a dtype from Float64Array/.test(e.message));
+    const gone = await createInstance({ build, threads: 2 });
+    const orphan = gone.pin(token(1, 1).query);
+    gone.dispose();
+    assert.throws(() => inst.groupQueryAttention({ ...inputs, query: orphan }, { num_heads: N, kv_num_heads: Nk }),
+      (e) => e instanceof AttnkitError &&
+        e.message === 'query: the instance the tensor is pinned in was disposed; pin it again');
   });
 
   // Pinning a pinned tensor copies it from where it lies in wasm memory, whose malloc (48 MB here) grows the heap
