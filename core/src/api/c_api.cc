@@ -12,6 +12,7 @@
 
 #include "api/op_registry.h"
 #include "attnkit/kv_cache.h"
+#include "attnkit/parallel.h"
 #include "attnkit/qattention_cache.h"
 #include "common/json.h"
 #include "common/thread_pool.h"
@@ -458,6 +459,13 @@ void attnkit_stop_threads(void) {
     attnkit::stop_thread_pool();
   } catch (...) {
   }
+}
+
+void attnkit_set_thread_parallel_runner(attnkit_parallel_run_fn run, void* run_context) {
+  attnkit::ParallelRunner runner;
+  runner.run = run;
+  runner.context = run_context;
+  attnkit::set_thread_parallel_runner(runner);
 }
 
 }  // extern "C"

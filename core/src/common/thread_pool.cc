@@ -1,6 +1,7 @@
-// attnkit: the process-wide std::thread pool behind parallel_for (pthreads under Emscripten).
-// Workers are started lazily up to the largest thread count asked for and then reused; the caller
-// runs tasks too. Tasks are claimed from an atomic counter, so load balances across uneven tiles.
+// attnkit: the process-wide std::thread pool behind parallel_for (pthreads under Emscripten), or the host's pool
+// where the calling thread set one (attnkit/parallel.h). Workers are started lazily up to the largest thread count
+// asked for and then reused; the caller runs tasks too. Tasks are claimed from an atomic counter, so load balances
+// across uneven tiles.
 #include "common/thread_pool.h"
 
 #include <algorithm>
@@ -10,10 +11,12 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "attnkit/parallel.h"
 #include "common/available_cpus.h"
 
 namespace attnkit {
@@ -33,6 +36,7 @@ constexpr int kMaxThreads = 256;
 std::atomic<int> g_thread_limit{kMaxThreads};
 
 thread_local bool t_inside_task = false;
+thread_local ParallelRunner t_runner;  // the host's pool this thread's calls run on (set_thread_parallel_runner)
 
 // Briefly spins before sleeping: an op runs a few parallel regions back to back (cache write, attention,
 // merge), and a condition-variable wake-up per region costs tens of microseconds — as much as a whole
@@ -193,7 +197,45 @@ long num_threads_env() {
   return errno == ERANGE ? -1 : v;
 }
 
+// One parallel region on the host's pool: its jobs claim tasks from `next`; `started` lets each job run once.
+struct HostRegion {
+  size_t tasks;
+  int jobs;
+  const std::function<void(size_t, int)>* fn;
+  std::atomic<size_t> next{0};
+  std::unique_ptr<std::atomic<bool>[]> started;
+};
+
+// noexcept: an exception must not unwind through the host's frames (on attnkit's pool it ends the process too).
+void run_host_job(void* context, int job) noexcept {
+  HostRegion& r = *static_cast<HostRegion*>(context);
+  // A job index out of range, or run again, would share a worker's scratch with another job.
+  if (job < 0 || job >= r.jobs || r.started[job].exchange(true, std::memory_order_acq_rel)) return;
+  const bool nested = t_inside_task;
+  t_inside_task = true;
+  for (size_t t; (t = r.next.fetch_add(1, std::memory_order_relaxed)) < r.tasks;) (*r.fn)(t, job);
+  t_inside_task = nested;
+}
+
+void run_on_host(const ParallelRunner& runner, size_t tasks, int jobs, const std::function<void(size_t, int)>& fn) {
+  HostRegion region;
+  region.tasks = tasks;
+  region.jobs = jobs;
+  region.fn = &fn;
+  region.started.reset(new std::atomic<bool>[static_cast<size_t>(jobs)]);
+  for (int j = 0; j < jobs; ++j) region.started[j].store(false, std::memory_order_relaxed);
+  runner.run(runner.context, jobs, run_host_job, &region);
+  // Jobs the host left out run here: their tasks must still be done before the call goes on.
+  for (int j = 0; j < jobs; ++j) run_host_job(&region, j);
+}
+
 }  // namespace
+
+ParallelRunner set_thread_parallel_runner(ParallelRunner runner) {
+  const ParallelRunner previous = t_runner;
+  t_runner = runner.run ? runner : ParallelRunner();
+  return previous;
+}
 
 std::string num_threads_env_problem() {
   if (num_threads_env() >= 0) return std::string();
@@ -235,6 +277,7 @@ void parallel_for(size_t tasks, int threads, const std::function<void(size_t, in
     for (size_t t = 0; t < tasks; ++t) fn(t, 0);
     return;
   }
+  if (t_runner.run) return run_on_host(t_runner, tasks, threads, fn);
   ThreadPool::instance().run(tasks, threads, fn);
 }
 

@@ -22,8 +22,9 @@ int set_thread_limit(int threads);
 // The build's most: 256 natively, ATTNKIT_WASM_MAX_THREADS (the largest pool) with wasm threads, 1 without.
 int thread_capacity();
 
-// Runs fn(task, worker) for task in [0, tasks) on up to `threads` threads; worker in [0, threads)
-// identifies per-thread scratch. Returns when all tasks are done. Nested calls run inline.
+// Runs fn(task, worker) for task in [0, tasks) on up to `threads` threads (attnkit's, or the jobs of the calling
+// thread's ParallelRunner); worker in [0, threads) identifies per-thread scratch. Returns when all tasks are done.
+// Nested calls run inline.
 void parallel_for(size_t tasks, int threads, const std::function<void(size_t task, int worker)>& fn);
 
 // Stops and joins the pool's worker threads (the next parallel_for starts them again), for an embedder that

@@ -1,0 +1,179 @@
+// attnkit tests: calls whose parallel work runs on a host's pool (attnkit/parallel.h). Whatever the host does with
+// the jobs (runs them on threads of its own, one after another in any order, some twice, or not at all), each call
+// gives the bits of attnkit's own pool, and only the thread that set a runner uses it.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attnkit/attnkit.h"
+#include "attnkit/parallel.h"
+#include "case_file.h"
+
+namespace attnkit {
+namespace {
+
+// The wasm build's threads are its fixed pool of Emscripten workers, which a host runner would have to share.
+#if !defined(__EMSCRIPTEN__)
+
+std::string runner_cases_root() {
+  std::string path = __FILE__;  // <root>/tests/native/parallel_runner_test.cc
+  for (int up = 0; up < 2; ++up) path = path.substr(0, path.find_last_of('/'));
+  return path + "/cases/";
+}
+
+// Every parallel region the drivers have: split-KV decode and its merge, chunked and flash prompts, the cache
+// write, QAttention's projection blocks and heads.
+const char* const kRunnerCaseFiles[] = {
+    "gqa/models--mqa-h128-int4-split-kv-decode.json",
+    "gqa/models--mistral-g4-h128-rotary-int4-chunked.json",
+    "gqa/chunked--past64-s33-h128.json",
+    "qattention/heads--n12-h64-s64.json",
+    "qattention/ort-test--past-state-u8s8-per-column.json",
+};
+
+std::vector<Case> runner_cases() {
+  std::vector<Case> all;
+  for (const char* file : kRunnerCaseFiles) {
+    std::string text;
+    JsonValue doc;
+    std::vector<const JsonValue*> listed;
+    EXPECT_TRUE(read_text_file(runner_cases_root() + file, &text).ok()) << file;
+    EXPECT_TRUE(parse_json(text, &doc).ok()) << file;
+    EXPECT_TRUE(list_cases(doc, &listed).ok()) << file;
+    for (size_t i = 0; i < listed.size(); ++i) {
+      all.emplace_back();
+      EXPECT_TRUE(build_case(*listed[i], i, &all.back()).ok()) << file;
+    }
+  }
+  return all;
+}
+
+std::vector<std::string> output_bytes(const Case& c, int threads) {
+  RunOptions options;
+  options.threads = threads;
+  std::vector<CaseOutput> outputs;
+  const Status st = run_case(c, options, false, &outputs);
+  EXPECT_TRUE(st.ok()) << c.name << ": " << st.message();
+  std::vector<std::string> bytes;
+  for (const CaseOutput& o : outputs) bytes.emplace_back(o.bytes.begin(), o.bytes.end());
+  return bytes;
+}
+
+// What a host did with the jobs it was given.
+struct HostLog {
+  std::mutex mu;
+  int calls = 0;
+  int most_jobs = 0;
+  std::set<std::thread::id> threads;  // that ran a job
+};
+
+using Job = void (*)(void*, int);
+
+void note(void* context, int jobs) {
+  HostLog& log = *static_cast<HostLog*>(context);
+  std::lock_guard<std::mutex> lock(log.mu);
+  ++log.calls;
+  log.most_jobs = std::max(log.most_jobs, jobs);
+}
+
+// A pool of the host's own: each job on a thread it starts.
+void run_on_own_threads(void* context, int jobs, Job job, void* job_context) {
+  note(context, jobs);
+  std::vector<std::thread> threads;
+  for (int j = 0; j < jobs; ++j) {
+    threads.emplace_back([=] {
+      {
+        HostLog& log = *static_cast<HostLog*>(context);
+        std::lock_guard<std::mutex> lock(log.mu);
+        log.threads.insert(std::this_thread::get_id());
+      }
+      job(job_context, j);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+// A host with no threads to spare: the jobs one after another, last first.
+void run_backwards_here(void* context, int jobs, Job job, void* job_context) {
+  note(context, jobs);
+  for (int j = jobs - 1; j >= 0; --j) job(job_context, j);
+}
+
+// A careless host: job 1 twice, a job that does not exist, and none of the others.
+void run_carelessly(void* context, int jobs, Job job, void* job_context) {
+  note(context, jobs);
+  job(job_context, 1);
+  job(job_context, 1);
+  job(job_context, jobs);
+}
+
+// A host that runs nothing at all: the calling thread does every task.
+void run_nothing(void* context, int jobs, Job, void*) { note(context, jobs); }
+
+TEST(ParallelRunner, EveryHostGivesTheBitsOfAttnkitsPool) {
+  const std::vector<Case> cases = runner_cases();
+  ASSERT_GE(cases.size(), sizeof(kRunnerCaseFiles) / sizeof(kRunnerCaseFiles[0]));
+  constexpr int kThreads = 3;
+  std::vector<std::vector<std::string>> own;
+  for (const Case& c : cases) own.push_back(output_bytes(c, kThreads));
+  const struct {
+    const char* name;
+    void (*run)(void*, int, Job, void*);
+  } hosts[] = {{"own threads", run_on_own_threads},
+               {"backwards on the caller", run_backwards_here},
+               {"careless", run_carelessly},
+               {"nothing", run_nothing}};
+  for (const auto& host : hosts) {
+    HostLog log;
+    const ParallelRunner previous = set_thread_parallel_runner({host.run, &log});
+    for (size_t i = 0; i < cases.size(); ++i)
+      EXPECT_TRUE(output_bytes(cases[i], kThreads) == own[i]) << cases[i].name << " with a host that runs " << host.name;
+    set_thread_parallel_runner(previous);
+    EXPECT_GE(log.calls, static_cast<int>(cases.size())) << host.name;
+    EXPECT_EQ(log.most_jobs, kThreads) << host.name;
+    if (host.run == run_on_own_threads) {
+      EXPECT_EQ(log.threads.count(std::this_thread::get_id()), 0u);
+      EXPECT_GT(log.threads.size(), 1u);
+    }
+  }
+}
+
+TEST(ParallelRunner, OnlyTheThreadThatSetItAndOnlyForMoreThanOneThread) {
+  const std::vector<Case> cases = runner_cases();
+  ASSERT_FALSE(cases.empty());
+  HostLog log;
+  set_thread_parallel_runner({run_backwards_here, &log});
+  output_bytes(cases[0], 1);  // one thread: the calling thread alone
+  EXPECT_EQ(log.calls, 0);
+  std::thread([&] { output_bytes(cases[0], 2); }).join();  // another thread: attnkit's pool
+  EXPECT_EQ(log.calls, 0);
+  output_bytes(cases[0], 2);
+  EXPECT_GT(log.calls, 0);
+  set_thread_parallel_runner(ParallelRunner());
+  const int calls = log.calls;
+  output_bytes(cases[0], 2);
+  EXPECT_EQ(log.calls, calls);
+}
+
+TEST(ParallelRunner, TheCAbiSetsAndClearsTheCallingThreadsRunner) {
+  const std::vector<Case> cases = runner_cases();
+  ASSERT_FALSE(cases.empty());
+  HostLog log;
+  attnkit_set_thread_parallel_runner(run_on_own_threads, &log);
+  const std::vector<std::string> hosted = output_bytes(cases[0], 2);
+  attnkit_set_thread_parallel_runner(nullptr, nullptr);
+  const int calls = log.calls;
+  EXPECT_GT(calls, 0);
+  EXPECT_TRUE(output_bytes(cases[0], 2) == hosted);
+  EXPECT_EQ(log.calls, calls);
+}
+
+#endif
+
+}  // namespace
+}  // namespace attnkit
