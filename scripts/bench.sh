@@ -31,6 +31,8 @@ gqa_filter='host_limits|Prefill/T:(512|2048)/|Prefill/T:4096/cache:0/threads:1/|
 build/native/bench/gqa_bench --benchmark_min_time=$min_time --benchmark_filter="$gqa_filter" $(json gqa)
 echo "== QAttention (Google Benchmark)"
 build/native/bench/qattention_bench --benchmark_min_time=$min_time
+echo "== a decode step between a host pool's spinning ops, on attnkit's pool and on the host's (Google Benchmark)"
+build/native/bench/host_pool_bench --benchmark_min_time=$min_time
 echo "== attnkit native vs onnxruntime-node"
 node bench/js/gqa_ort.mjs $quick --json "$out/gqa_ort.json"
 node bench/js/qattention_ort.mjs $quick

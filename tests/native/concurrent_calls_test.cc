@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "attnkit/attnkit.h"
-#include "case_file.h"
+#include "corpus_cases.h"
 
 namespace attnkit {
 namespace {
@@ -17,40 +17,17 @@ namespace {
 // std::thread in a wasm test would need a free worker of Emscripten's fixed pool, and a page calls from one thread.
 #if !defined(__EMSCRIPTEN__)
 
-std::string cases_root() {
-  std::string path = __FILE__;  // <root>/tests/native/concurrent_calls_test.cc
-  for (int up = 0; up < 2; ++up) path = path.substr(0, path.find_last_of('/'));
-  return path + "/cases/";
-}
-
 // Decode with split KV (int4), chunked prompts (int8, int4), flash over several blocks, every GQA feature at once,
 // and QAttention prompts and steps.
-const char* const kCaseFiles[] = {
-    "gqa/models--mqa-h128-int4-split-kv-decode.json",
-    "gqa/models--mistral-g4-h128-rotary-int4-chunked.json",
-    "gqa/models--gemma2-h256-softcap-window-int8-decode.json",
-    "gqa/combo--decode-batch3-rotary-window-softcap-bias-sink-qk.json",
-    "gqa/chunked--past64-s33-h128.json",
-    "qattention/heads--n12-h64-s64.json",
-    "qattention/ort-test--past-state-u8s8-per-column.json",
-    "qattention/uni--past-p4-s6.json",
-};
-
 std::vector<Case> load_cases() {
-  std::vector<Case> all;
-  for (const char* file : kCaseFiles) {
-    std::string text;
-    JsonValue doc;
-    std::vector<const JsonValue*> listed;
-    EXPECT_TRUE(read_text_file(cases_root() + file, &text).ok()) << file;
-    EXPECT_TRUE(parse_json(text, &doc).ok()) << file;
-    EXPECT_TRUE(list_cases(doc, &listed).ok()) << file;
-    for (size_t i = 0; i < listed.size(); ++i) {
-      all.emplace_back();
-      EXPECT_TRUE(build_case(*listed[i], i, &all.back()).ok()) << file;
-    }
-  }
-  return all;
+  return load_corpus_cases({"gqa/models--mqa-h128-int4-split-kv-decode.json",
+                            "gqa/models--mistral-g4-h128-rotary-int4-chunked.json",
+                            "gqa/models--gemma2-h256-softcap-window-int8-decode.json",
+                            "gqa/combo--decode-batch3-rotary-window-softcap-bias-sink-qk.json",
+                            "gqa/chunked--past64-s33-h128.json",
+                            "qattention/heads--n12-h64-s64.json",
+                            "qattention/ort-test--past-state-u8s8-per-column.json",
+                            "qattention/uni--past-p4-s6.json"});
 }
 
 std::vector<CaseOutput> run(const Case& c, int threads) {
@@ -64,7 +41,7 @@ std::vector<CaseOutput> run(const Case& c, int threads) {
 
 TEST(ConcurrentCalls, EachCallGivesTheBitsItGivesAlone) {
   const std::vector<Case> cases = load_cases();
-  ASSERT_GE(cases.size(), sizeof(kCaseFiles) / sizeof(kCaseFiles[0]));
+  ASSERT_GE(cases.size(), 8u);
   std::vector<std::vector<CaseOutput>> alone;
   for (const Case& c : cases) alone.push_back(run(c, 2));
   const std::string info = attnkit_info_json();

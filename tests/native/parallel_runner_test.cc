@@ -12,7 +12,7 @@
 
 #include "attnkit/attnkit.h"
 #include "attnkit/parallel.h"
-#include "case_file.h"
+#include "corpus_cases.h"
 
 namespace attnkit {
 namespace {
@@ -20,37 +20,13 @@ namespace {
 // The wasm build's threads are its fixed pool of Emscripten workers, which a host runner would have to share.
 #if !defined(__EMSCRIPTEN__)
 
-std::string runner_cases_root() {
-  std::string path = __FILE__;  // <root>/tests/native/parallel_runner_test.cc
-  for (int up = 0; up < 2; ++up) path = path.substr(0, path.find_last_of('/'));
-  return path + "/cases/";
-}
-
 // Every parallel region the drivers have: split-KV decode and its merge, chunked and flash prompts, the cache
 // write, QAttention's projection blocks and heads.
-const char* const kRunnerCaseFiles[] = {
-    "gqa/models--mqa-h128-int4-split-kv-decode.json",
-    "gqa/models--mistral-g4-h128-rotary-int4-chunked.json",
-    "gqa/chunked--past64-s33-h128.json",
-    "qattention/heads--n12-h64-s64.json",
-    "qattention/ort-test--past-state-u8s8-per-column.json",
-};
-
 std::vector<Case> runner_cases() {
-  std::vector<Case> all;
-  for (const char* file : kRunnerCaseFiles) {
-    std::string text;
-    JsonValue doc;
-    std::vector<const JsonValue*> listed;
-    EXPECT_TRUE(read_text_file(runner_cases_root() + file, &text).ok()) << file;
-    EXPECT_TRUE(parse_json(text, &doc).ok()) << file;
-    EXPECT_TRUE(list_cases(doc, &listed).ok()) << file;
-    for (size_t i = 0; i < listed.size(); ++i) {
-      all.emplace_back();
-      EXPECT_TRUE(build_case(*listed[i], i, &all.back()).ok()) << file;
-    }
-  }
-  return all;
+  return load_corpus_cases({"gqa/models--mqa-h128-int4-split-kv-decode.json",
+                            "gqa/models--mistral-g4-h128-rotary-int4-chunked.json", "gqa/chunked--past64-s33-h128.json",
+                            "qattention/heads--n12-h64-s64.json",
+                            "qattention/ort-test--past-state-u8s8-per-column.json"});
 }
 
 std::vector<std::string> output_bytes(const Case& c, int threads) {
@@ -117,7 +93,7 @@ void run_nothing(void* context, int jobs, Job, void*) { note(context, jobs); }
 
 TEST(ParallelRunner, EveryHostGivesTheBitsOfAttnkitsPool) {
   const std::vector<Case> cases = runner_cases();
-  ASSERT_GE(cases.size(), sizeof(kRunnerCaseFiles) / sizeof(kRunnerCaseFiles[0]));
+  ASSERT_GE(cases.size(), 5u);
   constexpr int kThreads = 3;
   std::vector<std::vector<std::string>> own;
   for (const Case& c : cases) own.push_back(output_bytes(c, kThreads));
