@@ -4,14 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "attnkit/attnkit.h"
 #include "attnkit/parallel.h"
+#include "common/thread_pool.h"
 #include "corpus_cases.h"
 
 namespace attnkit {
@@ -91,6 +94,25 @@ void run_carelessly(void* context, int jobs, Job job, void* job_context) {
 // A host that runs nothing at all: the calling thread does every task.
 void run_nothing(void* context, int jobs, Job, void*) { note(context, jobs); }
 
+// A host that gives up before its jobs (context != null: throws instead of returning).
+void give_up(void* context) {
+  if (context) throw std::runtime_error("the host's pool is shutting down");
+}
+
+// ...at once: every job runs on the calling thread.
+void leave_at_once(void* context, int, Job, void*) { give_up(context); }
+
+// ...while job 0, started on a thread of its own, still runs a task: run() returns (or throws) once that task has
+// begun, which tells it that job 0 claimed itself (a job called after run() left would reach a region that is gone,
+// which nothing can make safe: parallel.h forbids it).
+std::atomic<bool> g_task_begun{false};
+void leave_while_running(void* context, int, Job job, void* job_context) {
+  g_task_begun.store(false);
+  std::thread([job, job_context] { job(job_context, 0); }).detach();
+  while (!g_task_begun.load()) std::this_thread::yield();
+  give_up(context);
+}
+
 TEST(ParallelRunner, EveryHostGivesTheBitsOfAttnkitsPool) {
   const std::vector<Case> cases = runner_cases();
   ASSERT_GE(cases.size(), 5u);
@@ -119,6 +141,34 @@ TEST(ParallelRunner, EveryHostGivesTheBitsOfAttnkitsPool) {
   }
 }
 
+// Outside the contract, but no exception crosses the call and no job outlives it: the call runs what the host
+// left out and waits for what it left running.
+TEST(ParallelRunner, AHostThatReturnsOrThrowsBeforeItsJobsEndStillGivesTheBits) {
+  const std::vector<Case> cases = runner_cases();
+  ASSERT_GE(cases.size(), 5u);
+  int throws = 0;
+  for (void* context : {static_cast<void*>(nullptr), static_cast<void*>(&throws)}) {
+    for (const Case& c : cases) {
+      const std::vector<std::string> own = output_bytes(c, 2);
+      const ParallelRunner previous = set_thread_parallel_runner({leave_at_once, context});
+      EXPECT_TRUE(output_bytes(c, 2) == own) << c.name << (context ? " (throws)" : "");
+      set_thread_parallel_runner(previous);
+    }
+    // A region whose task on the host's thread is still running when run() returns: parallel_for waits for it.
+    std::atomic<int> done{0};
+    const ParallelRunner previous = set_thread_parallel_runner({leave_while_running, context});
+    parallel_for(2, 2, [&](size_t, int worker) {
+      if (worker == 0) {
+        g_task_begun.store(true);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      done.fetch_add(1);
+    });
+    set_thread_parallel_runner(previous);
+    EXPECT_EQ(done.load(), 2) << (context ? "(throws)" : "");
+  }
+}
+
 TEST(ParallelRunner, OnlyTheThreadThatSetItAndOnlyForMoreThanOneThread) {
   const std::vector<Case> cases = runner_cases();
   ASSERT_FALSE(cases.empty());
@@ -136,13 +186,19 @@ TEST(ParallelRunner, OnlyTheThreadThatSetItAndOnlyForMoreThanOneThread) {
   EXPECT_EQ(log.calls, calls);
 }
 
-TEST(ParallelRunner, TheCAbiSetsAndClearsTheCallingThreadsRunner) {
+TEST(ParallelRunner, TheCAbiSetsReadsAndClearsTheCallingThreadsRunner) {
   const std::vector<Case> cases = runner_cases();
   ASSERT_FALSE(cases.empty());
   HostLog log;
   attnkit_set_thread_parallel_runner(run_on_own_threads, &log);
+  attnkit_parallel_run_fn run = nullptr;
+  void* run_context = nullptr;
+  attnkit_get_thread_parallel_runner(&run, &run_context);
+  EXPECT_TRUE(run == run_on_own_threads && run_context == &log);
   const std::vector<std::string> hosted = output_bytes(cases[0], 2);
   attnkit_set_thread_parallel_runner(nullptr, nullptr);
+  attnkit_get_thread_parallel_runner(&run, &run_context);
+  EXPECT_TRUE(run == nullptr && run_context == nullptr);
   const int calls = log.calls;
   EXPECT_GT(calls, 0);
   EXPECT_TRUE(output_bytes(cases[0], 2) == hosted);

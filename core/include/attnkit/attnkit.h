@@ -86,11 +86,13 @@ int attnkit_set_isa(const char* isa);
 void attnkit_stop_threads(void);
 /* The calls this thread makes from now on run their parallel work on the host's pool (attnkit/parallel.h, whose
  * contract this is): run(run_context, jobs, job, job_context) calls job(job_context, j) for every j in [0, jobs), on
- * any threads, and returns once all have returned. run = NULL: on attnkit's own threads again. Not in the wasm
- * build, whose threads are its own workers. */
+ * any threads, and returns once all have returned; no job may be called after run() returns (job_context is gone
+ * by then). run = NULL: on attnkit's own threads again. Not in the wasm build, whose threads are its own workers. */
 typedef void (*attnkit_job_fn)(void* job_context, int job);
 typedef void (*attnkit_parallel_run_fn)(void* run_context, int jobs, attnkit_job_fn job, void* job_context);
 void attnkit_set_thread_parallel_runner(attnkit_parallel_run_fn run, void* run_context);
+/* The calling thread's runner (NULL, NULL: none), e.g. to restore it after setting another. */
+void attnkit_get_thread_parallel_runner(attnkit_parallel_run_fn* run, void** run_context);
 
 /* A GroupQueryAttention KV cache that lives in attnkit memory and grows in place (attnkit/kv_cache.h).
  * Sizes are int (not int64) so JS can pass them to a wasm32 build without BigInt legalization.

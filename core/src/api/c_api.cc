@@ -468,4 +468,10 @@ void attnkit_set_thread_parallel_runner(attnkit_parallel_run_fn run, void* run_c
   attnkit::set_thread_parallel_runner(runner);
 }
 
+void attnkit_get_thread_parallel_runner(attnkit_parallel_run_fn* run, void** run_context) {
+  const attnkit::ParallelRunner runner = attnkit::thread_parallel_runner();
+  if (run) *run = runner.run;
+  if (run_context) *run_context = runner.context;
+}
+
 }  // extern "C"

@@ -203,6 +203,7 @@ struct HostRegion {
   int jobs;
   const std::function<void(size_t, int)>* fn;
   std::atomic<size_t> next{0};
+  std::atomic<int> finished{0};  // jobs that started and have returned: the last thing a job touches
   std::unique_ptr<std::atomic<bool>[]> started;
 };
 
@@ -215,6 +216,7 @@ void run_host_job(void* context, int job) noexcept {
   t_inside_task = true;
   for (size_t t; (t = r.next.fetch_add(1, std::memory_order_relaxed)) < r.tasks;) (*r.fn)(t, job);
   t_inside_task = nested;
+  r.finished.fetch_add(1, std::memory_order_release);  // the region may be gone from here on
 }
 
 void run_on_host(const ParallelRunner& runner, size_t tasks, int jobs, const std::function<void(size_t, int)>& fn) {
@@ -224,12 +226,22 @@ void run_on_host(const ParallelRunner& runner, size_t tasks, int jobs, const std
   region.fn = &fn;
   region.started.reset(new std::atomic<bool>[static_cast<size_t>(jobs)]);
   for (int j = 0; j < jobs; ++j) region.started[j].store(false, std::memory_order_relaxed);
-  runner.run(runner.context, jobs, run_host_job, &region);
+  try {
+    runner.run(runner.context, jobs, run_host_job, &region);
+  } catch (...) {
+    // A host that throws counts as one that left out the jobs it had not started: no exception crosses attnkit's
+    // API, and the call still gives its bits.
+  }
   // Jobs the host left out run here: their tasks must still be done before the call goes on.
   for (int j = 0; j < jobs; ++j) run_host_job(&region, j);
+  // Every job has started by now; one the host still runs (its run() returned or threw early) must finish before
+  // the region, fn and the call's buffers leave this frame.
+  while (region.finished.load(std::memory_order_acquire) < jobs) std::this_thread::yield();
 }
 
 }  // namespace
+
+ParallelRunner thread_parallel_runner() { return t_runner; }
 
 ParallelRunner set_thread_parallel_runner(ParallelRunner runner) {
   const ParallelRunner previous = t_runner;
