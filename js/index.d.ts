@@ -14,7 +14,7 @@ export interface TensorInput {
   shape: number[];
   /** Required for Uint16Array (float16 | bfloat16) and plain arrays; otherwise inferred from the array type
    * (Float16Array: float16). */
-  dtype?: DType;
+  dtype?: DType | undefined;
 }
 
 export interface Tensor {
@@ -32,7 +32,7 @@ export interface OrtTensorLike {
   readonly type: string;
   readonly dims: readonly number[];
   readonly data: unknown;
-  readonly location?: string;
+  readonly location?: string | undefined;
 }
 /** A tensor copied once into an instance's wasm memory (`pin()`): as an input of that instance's calls it is not
  * copied again, as a model's constants (rotary tables, QAttention's weights) need not be. */
@@ -53,21 +53,22 @@ export type Attributes = Record<string, number | string | number[]>;
 
 export interface CallOptions {
   /** Output names to produce (default: the op's required outputs). */
-  outputs?: string[];
+  outputs?: string[] | undefined;
   /** Threads for this call (0/absent: the init() setting); clamped to the instance's workers (info().maxThreads). */
-  threads?: number;
-  path?: 'auto' | 'naive' | 'flash';
+  threads?: number | undefined;
+  path?: 'auto' | 'naive' | 'flash' | undefined;
   /** Typed arrays the caller owns and keeps across calls, by output name: they are filled and returned as
    * that output's data instead of fresh arrays (each must be the output dtype's array type, or a Float16Array for
    * float16, with exactly its element count). A fresh multi-MB array costs its page faults on every call. */
-  into?: Record<string, TensorData>;
+  into?: Record<string, TensorData> | undefined;
   /** An object the call fills in: peakScratchBytes, the bytes of wasm memory the op used beside its inputs and
    * outputs (the CLI's `bench` reports it as peak_scratch_bytes). */
-  stats?: { peakScratchBytes?: number };
+  stats?: { peakScratchBytes?: number | undefined } | undefined;
 }
 
 /** A cache step's options: a call's, for its one output. */
-export type StepOptions = Pick<CallOptions, 'threads' | 'path' | 'stats'> & { into?: { output: TensorData } };
+export type StepOptions = Pick<CallOptions, 'threads' | 'path' | 'stats'> &
+  { into?: { output: TensorData } | undefined };
 
 export type Build = 'simd-threaded' | 'simd';
 /** The files of js/dist, as a wasmPaths map names them. */
@@ -80,14 +81,14 @@ export interface InitOptions {
   /** Default threads per call; default: the CPUs the process may use (in Node its affinity mask and cgroup quota, in
    * a page navigator.hardwareConcurrency), clamped to the threaded build's most, 8 (a worker each); 1 on the
    * single-thread build. */
-  threads?: number;
+  threads?: number | undefined;
   /** 'auto' (default) picks simd-threaded where SharedArrayBuffer and cross-origin isolation allow and more than
    * one thread is wanted; for one thread (threads: 1, or a one-core host) the single-thread build, whose copies
    * in and out are faster and which then runs every call on one thread. */
-  build?: 'auto' | Build;
+  build?: 'auto' | Build | undefined;
   /** Where js/dist's files are served: a prefix ending in '/' (a string or URL), or a map from file name to URL/path
    * (another name is refused). */
-  wasmPaths?: string | URLIfDeclared | { [file in DistFile]?: string | URLIfDeclared };
+  wasmPaths?: string | URLIfDeclared | { [file in DistFile]?: string | URLIfDeclared | undefined } | undefined;
 }
 
 export interface Info {
@@ -114,20 +115,20 @@ export interface Info {
 
 /** A case object of the corpus format (DESIGN.md "The case format"); any other field is refused. */
 export interface CaseObject {
-  name?: string;
+  name?: string | undefined;
   op: 'GroupQueryAttention' | 'QAttention' | 'com.microsoft.GroupQueryAttention' | 'com.microsoft.QAttention';
-  attrs?: Attributes;
+  attrs?: Attributes | undefined;
   inputs: Record<string, object>;
-  outputs?: string[];
+  outputs?: string[] | undefined;
   /** Outputs every target must match (npm start checks them), by output name. */
-  expected?: Record<string, object>;
+  expected?: Record<string, object> | undefined;
   /** For ORT and `expected`: |a - e| <= atol + rtol |e|. */
-  tolerance?: { atol?: number; rtol?: number };
+  tolerance?: { atol?: number | undefined; rtol?: number | undefined } | undefined;
   /** A fragment of the message a case that must be refused gives. */
-  expect_error?: string;
+  expect_error?: string | undefined;
   /** "skip: why" where ORT cannot run the case, "skip-cpu: why" where only its WebGPU EP can. */
-  ort?: string;
-  note?: string;
+  ort?: string | undefined;
+  note?: string | undefined;
 }
 
 /** What every call throws, with a one-line message; the instance goes on, unless the wasm module trapped (code 1,
@@ -184,17 +185,17 @@ export function dispose(): void;
 
 export interface KvCacheConfig {
   /** Default 1. */
-  batch?: number;
+  batch?: number | undefined;
   kvHeads: number;
   headSize: number;
   /** Most tokens the cache holds. */
   capacity: number;
   /** Cache element type (default 'float32'); 'int8' and 'uint8' (packed int4) need the matching k/v_quant_type
    * attributes. Under wasm32 the cache takes its whole size of the 4 GiB memory at creation. */
-  dtype?: 'float32' | 'float16' | 'bfloat16' | 'int8' | 'uint8';
+  dtype?: 'float32' | 'float16' | 'bfloat16' | 'int8' | 'uint8' | undefined;
   /** > 0: a window cache (ORT's sliding_window_cache, local_window_size = window <= capacity): `capacity` rows hold
    * the latest tokens however many have passed, and steps attend over the last `window`. */
-  window?: number;
+  window?: number | undefined;
 }
 
 /** A GroupQueryAttention KV cache in wasm memory that grows in place (no copy of the cache per step). */
@@ -219,16 +220,18 @@ export class KvCache {
    * dtype, e.g. a shared prompt prefix; `length` is the tokens they stand for (default: every row): the first rows,
    * or a window cache's rows after that many tokens (an ORT window present with its seqlens_k + 1). */
   load(past: { past_key: TensorInput | OrtTensorLike | PinnedTensor; past_value: TensorInput | OrtTensorLike | PinnedTensor },
-    options?: { length?: number }): void;
+    options?: { length?: number | undefined }): void;
   /** The held tokens, (batch, kvHeads, rows, row) each, in arrays the caller owns. */
-  read(options?: { into?: { present_key?: TensorData; present_value?: TensorData } }): { present_key: Tensor; present_value: Tensor };
+  read(options?: {
+    into?: { present_key?: TensorData | undefined; present_value?: TensorData | undefined } | undefined;
+  }): { present_key: Tensor; present_value: Tensor };
   dispose(): void;
 }
 
 export function createKvCache(config: KvCacheConfig): KvCache;
 
 export interface QAttentionCacheConfig {
-  batch?: number;
+  batch?: number | undefined;
   /** num_heads. */
   heads: number;
   /** hidden size / num_heads. */
@@ -251,7 +254,7 @@ export class QAttentionCache {
   /** Replaces the held tokens with a past in ORT's present layout, (2, batch, heads, rows, headSize) float32. */
   load(past: { past: TensorInput | OrtTensorLike | PinnedTensor }): void;
   /** The held tokens, (2, batch, heads, length, headSize), in an array the caller owns. */
-  read(options?: { into?: { present?: TensorData } }): { present: Tensor };
+  read(options?: { into?: { present?: TensorData | undefined } | undefined }): { present: Tensor };
   dispose(): void;
 }
 export function createQAttentionCache(config: QAttentionCacheConfig): QAttentionCache;

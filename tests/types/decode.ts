@@ -1,8 +1,8 @@
 // attnkit's TypeScript declarations, checked by using them: a decode loop through a quantized KvCache against the
 // stateless op, QAttention, onnxruntime tensors as inputs, a corpus case and the error a bad call throws, written as
 // a TypeScript user would.
-// tests/js/types.test.mjs compiles this with `tsc --strict` against the package by its name, then runs the output;
-// each `@ts-expect-error` below must stay an error, so declarations that loosen (or a typo'd name) fail the check.
+// tests/js/types.test.mjs compiles this with `tsc --strict` (and exactOptionalPropertyTypes) against the package
+// by its name, then runs the output; each `@ts-expect-error` below must stay an error, so declarations that loosen (or a typo'd name) fail the check.
 import * as attnkit from 'attnkit';
 import { AttnkitError, type Attributes, type Inputs, type TensorData } from 'attnkit';
 import * as ort from 'onnxruntime-node';
@@ -27,7 +27,8 @@ function random(length: number, seed: number): Float32Array {
   return data;
 }
 
-const info: attnkit.Info = await attnkit.init({ threads: 2 });
+// An option set to undefined is absent, also under exactOptionalPropertyTypes (tsconfig.json).
+const info: attnkit.Info = await attnkit.init({ threads: 2, wasmPaths: undefined });
 check(info.build === 'simd-threaded' || info.build === 'simd', info.reason);
 check(attnkit.info().version === info.version, 'info() after init()');
 
@@ -68,7 +69,7 @@ for (const [step, S] of [5, 1, 1].entries()) {
   past = { past_key: stateless.present_key, past_value: stateless.present_value };
   check(cache.length === total, 'length counts the tokens');
 }
-const { present_key } = cache.read();
+const { present_key } = cache.read({ into: { present_value: undefined } });
 check(present_key.dtype === 'int8' && present_key.shape.join() === [1, Nk, cache.rows, H].join(), 'read()');
 cache.truncate(cache.length - 1);
 check(cache.length === 6, 'truncate()');
