@@ -2,7 +2,8 @@
 // stateless op, QAttention, onnxruntime tensors as inputs, a corpus case and the error a bad call throws, written as
 // a TypeScript user would.
 // tests/js/types.test.mjs compiles this with `tsc --strict` (and exactOptionalPropertyTypes) against the package
-// by its name, then runs the output; each `@ts-expect-error` below must stay an error, so declarations that loosen (or a typo'd name) fail the check.
+// by its name, then runs the output; each `@ts-expect-error` below must stay an error, so declarations that loosen
+// (or a typo'd name) fail the check.
 import * as attnkit from 'attnkit';
 import { AttnkitError, type Attributes, type Inputs, type TensorData } from 'attnkit';
 import * as ort from 'onnxruntime-node';
