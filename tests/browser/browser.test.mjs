@@ -101,6 +101,24 @@ describe('demo page (attnkit wasm in Chromium)', () => {
     }
   });
 
+  // The page's decode timer: a model layer's KV cache steps, the first checked against the stateless op.
+  test('times a layer\'s decode steps through a KV cache, the first the stateless op\'s bits', async () => {
+    const { page } = browser;
+    await page.goto(server.url('js/demo/?threads=2'));
+    await page.waitForFunction(() => window.attnkitDemo !== undefined, null, { timeout: 30000 });
+    await page.selectOption('select[name=shape]', '14,2,64,24');
+    await page.selectOption('select[name=dtype]', 'uint8');
+    await page.selectOption('select[name=context]', '512');
+    await page.click('#decode button');
+    await page.waitForFunction(() => window.attnkitDemo.decode !== undefined, null, { timeout: 60000 });
+    const decode = await page.evaluate(() => window.attnkitDemo.decode);
+    assert.equal(decode.error, undefined, decode.error);
+    assert.deepEqual([decode.N, decode.Nk, decode.H, decode.dtype, decode.context], [14, 2, 64, 'uint8', 512]);
+    assert.equal(decode.matchesStateless, true);
+    assert.ok(decode.fastest > 0 && decode.fastest <= decode.msPerStep && decode.msPerStep <= decode.slowest);
+    assert.match(await page.textContent('#decodeResult'), /^Qwen2\.5-0\.5B layer, int4 cache, 512 tokens of context/);
+  });
+
   // dispose() joins the pool's threads on the page's main thread (blocking there is a busy wait), then
   // terminates the workers: neither may hang, trap, or keep init() from starting a fresh module.
   test('threaded init / call / dispose cycles neither hang nor trap', async () => {
