@@ -187,8 +187,10 @@ async function main() {
   console.log(`\nsummary (per target; time over ${targets[0].label}'s, geometric mean over the cases both ran):`);
   for (const t of targets) {
     const { ratio, cases: timed } = speed[t.label];
-    const time = ratio === null ? '' : `; time ${ratio.toFixed(2)}x (${timed} cases)`;
-    console.log(`  ${t.label.padEnd(LABEL_WIDTH)} ${Object.entries(totals[t.label]).map(([k, v]) => `${v} ${k}`).join(', ')}${time}`);
+    const note = t.timeNote ? `, ${t.timeNote}` : '';
+    const time = ratio === null ? '' : `; time ${ratio.toFixed(2)}x (${timed} cases${note})`;
+    const counts = Object.entries(totals[t.label]).map(([k, v]) => `${v} ${k}`).join(', ');
+    console.log(`  ${t.label.padEnd(LABEL_WIDTH)} ${counts}${time}`);
   }
   const divergent = entries.flatMap(({ c, rows }) => rows.filter(isBad)
     .map((r) => `  ${c.name} on ${r.target}: ${r.status} ${r.detail}`));

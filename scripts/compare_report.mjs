@@ -30,7 +30,8 @@ export function speedAgainstFirst(entries, targets) {
 
 export const isBad = (row) => row.status === 'DIVERGES' || row.status === 'error';
 
-const esc = (s) => String(s).replace(/[&<>"]/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[ch]);
+const ENTITIES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
+const esc = (s) => String(s).replace(/[&<>"]/g, (ch) => ENTITIES[ch]);
 
 // A status's detail can run to several hundred characters (a skip's reason, an ORT error): a grid cell shows the
 // first of it and the whole is its tooltip; the list of divergences shows it all.
@@ -57,7 +58,8 @@ function summaryHtml(targets, totals, speed) {
     const s = totals[t.label], sp = speed[t.label];
     const counts = statuses.map((k) => `<td class="${s[k] && k !== 'ok' ? (k === 'skip' ? 'note' : 'bad') : ''}">${
       s[k] ?? 0}</td>`).join('');
-    const ratio = sp.ratio === null ? '-' : `${sp.ratio.toFixed(2)}x <small>(${sp.cases} cases)</small>`;
+    const note = t.timeNote ? `<br><small>${esc(t.timeNote)}</small>` : '';
+    const ratio = (sp.ratio === null ? '-' : `${sp.ratio.toFixed(2)}x <small>(${sp.cases} cases)</small>`) + note;
     return `<tr><td>${esc(t.label)}</td>${counts}<td>${ratio}</td></tr>`;
   }).join('\n');
   return `<table class="summary">${head}\n${rows}</table>`;
@@ -91,12 +93,14 @@ td.note{background:#ffd}small{color:#555}code{font-size:13px;white-space:nowrap}
 th{position:sticky;top:0;background:#f4f4f4}</style></head>
 <body><h1>attnkit cross-target comparison</h1>
 <p>${entries.length} cases, ${meta.threads} thread(s), ${esc(meta.date)}. Each cell gives the target's max abs / max rel
-difference from the fp64 reference (<code>attnkit run --reference</code>) and its median time over ${meta.repeat} run${meta.repeat === 1 ? '' : 's'}
+difference from the fp64 reference (<code>attnkit run --reference</code>) and its median time over ${meta.repeat}
+run${meta.repeat === 1 ? '' : 's'}
 (attnkit native: <code>attnkit bench</code>; ORT native: its own run, from its profiler; the wasm targets: the call
 from JS, copies in and out included). Red cells diverge beyond the case's tolerance or failed; yellow ones were
 skipped (the target cannot run the case, and says why). The last column of the summary is each target's time over
 ${esc(targets[0].label)}'s, the geometric mean of the ratios over the cases both ran. The cases test semantics and
-are mostly small, so their times are mostly each target's cost per call; <code>npm run bench</code> times model shapes.</p>
+are mostly small, so their times are mostly each target's cost per call; <code>npm run bench</code> times model
+shapes.</p>
 ${summaryHtml(targets, totals, speed)}
 ${divergencesHtml(entries, targets)}
 <h2>Every case</h2>

@@ -191,6 +191,7 @@ async function browserReason() {
 export const webgpuOrtTarget = {
   id: 'webgpu-ort',
   label: `${ORT_WEB} WebGPU (Chromium)`,
+  timeNote: 'on SwiftShader, a GPU emulated on the CPU: its times say nothing of a real GPU\'s',
   async available() {
     const reason = await browserReason();
     if (reason) return reason;

@@ -109,7 +109,8 @@ describe('attnkit wasm served from elsewhere', () => {
     };
     await browser.page.evaluate(async () => (await import('/js/index.js')).dispose());
     assert.equal(await workersLeft(), 0);
-    const r = await initAndRun({ threads: 2, wasmPaths: { 'attnkit-simd-threaded.wasm': site.url('assets/wrong.wasm') } });
+    const wrong = { 'attnkit-simd-threaded.wasm': site.url('assets/wrong.wasm') };
+    const r = await initAndRun({ threads: 2, wasmPaths: wrong });
     assert.equal(r.error, undefined, r.error);
     assert.equal(r.build, 'simd');
     assert.match(r.reason, /^the threaded build did not load \(attnkit: loading the simd-threaded build failed: /);

@@ -130,7 +130,7 @@ TEST(ParallelRunner, EveryHostGivesTheBitsOfAttnkitsPool) {
     HostLog log;
     const ParallelRunner previous = set_thread_parallel_runner({host.run, &log});
     for (size_t i = 0; i < cases.size(); ++i)
-      EXPECT_TRUE(output_bytes(cases[i], kThreads) == own[i]) << cases[i].name << " with a host that runs " << host.name;
+      EXPECT_TRUE(output_bytes(cases[i], kThreads) == own[i]) << cases[i].name << " on a host that runs " << host.name;
     set_thread_parallel_runner(previous);
     EXPECT_GE(log.calls, static_cast<int>(cases.size())) << host.name;
     EXPECT_EQ(log.most_jobs, kThreads) << host.name;
