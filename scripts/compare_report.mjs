@@ -43,10 +43,10 @@ function detailHtml(detail, limit = 140) {
 
 function cellHtml(r) {
   const cls = r.status === 'ok' ? 'ok' : isBad(r) ? 'bad' : 'note';
-  const numbers = r.maxAbs !== null || r.maxRel !== null ? `${fmt(r.maxAbs)} / ${fmt(r.maxRel)}` : '';
-  const time = r.timeMs !== null ? `${fmtMs(r.timeMs)} ms` : '';
-  const status = r.status === 'ok' ? '' : `<b>${esc(r.status)}</b>`;
-  const lines = [status, `<code>${numbers}</code>`, `<code>${time}</code>`].filter((s) => s && s !== '<code></code>');
+  const lines = [];
+  if (r.status !== 'ok') lines.push(`<b>${esc(r.status)}</b>`);
+  if (r.maxAbs !== null || r.maxRel !== null) lines.push(`<code>${fmt(r.maxAbs)} / ${fmt(r.maxRel)}</code>`);
+  if (r.timeMs !== null) lines.push(`<code>${fmtMs(r.timeMs)} ms</code>`);
   return `<td class="${cls}">${lines.join('<br>')}${detailHtml(r.detail)}</td>`;
 }
 
