@@ -1,18 +1,21 @@
 // attnkit tests: an application's use of the installed headers and library. On every kernel ISA this machine
 // runs, it decodes a prompt and a few tokens over fp32, int8 and int4 KV caches with GqaKvCache, with and without a
 // window (past its capacity), checking each step against the stateless op continuing the same past (the same bits),
-// and runs a QAttention against the scalar ISA's; exits non-zero, naming the ISA and step, otherwise.
+// and runs a QAttention against the scalar ISA's; then the decode again on a pool of the application's own
+// (attnkit/parallel.h); exits non-zero, naming the ISA and step, otherwise.
 // Built unoptimized through add_subdirectory as well, where it once met a misaligned store optimized builds hid.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "attnkit/attnkit.h"
 #include "attnkit/gqa.h"
 #include "attnkit/kv_cache.h"
+#include "attnkit/parallel.h"
 #include "attnkit/qattention.h"
 
 using namespace attnkit;
@@ -109,6 +112,16 @@ Tensor qattention_output(std::string* error) {
   return std::move(out.output);
 }
 
+// The application's pool: a thread per job beside the caller's own (job 0).
+int g_regions = 0;
+void run_on_app_threads(void*, int jobs, void (*job)(void*, int), void* job_context) {
+  ++g_regions;
+  std::vector<std::thread> threads;
+  for (int j = 1; j < jobs; ++j) threads.emplace_back(job, job_context, j);
+  job(job_context, 0);
+  for (std::thread& t : threads) t.join();
+}
+
 }  // namespace
 
 int main() {
@@ -137,8 +150,13 @@ int main() {
     }
     if (!(worst <= 2e-5f * peak)) return std::fprintf(stderr, "%s: QAttention %g from scalar's\n", isa, worst), 1;
   }
+  // check_decode's calls take the default thread count; on one CPU they never reach the runner.
+  const ParallelRunner previous = set_thread_parallel_runner({run_on_app_threads, nullptr});
+  error = check_decode(DType::kInt8, 8);
+  set_thread_parallel_runner(previous);
+  if (!error.empty()) return std::fprintf(stderr, "on the application's pool: %s\n", error.c_str()), 1;
   std::printf("attnkit package consumer: %d ISA x cache x window combinations decode as the stateless op does, "
-              "QAttention agrees; %s\n", checked,
-              attnkit_info_json());
+              "QAttention agrees, and so does a decode on the application's pool (%d parallel regions); %s\n",
+              checked, g_regions, attnkit_info_json());
   return checked > 0 ? 0 : 1;
 }
