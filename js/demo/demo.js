@@ -55,8 +55,10 @@ function filled(Type, length, seed) {
   return out;
 }
 
-const sameBits = (a, b) => a.length === b.length && new Uint32Array(a.buffer, a.byteOffset, a.length)
-  .every((x, i) => x === new Uint32Array(b.buffer, b.byteOffset, b.length)[i]);
+function sameBits(a, b) {
+  const [x, y] = [a, b].map((f) => new Uint32Array(f.buffer, f.byteOffset, f.length));
+  return x.length === y.length && x.every((v, i) => v === y[i]);
+}
 
 const DECODE_WARMUP = 8, DECODE_STEPS = 64;
 const CACHE_ARRAYS = { float32: Float32Array, int8: Int8Array, uint8: Uint8Array };
