@@ -1,7 +1,8 @@
 // attnkit demo page logic: init the package, run one case, show the build, timing and output summary; then, on
-// request, time a model layer's decode steps through a KV cache. The outcome is also left on window.attnkitDemo
-// ({ info, summary }, then decode: { ... }, or { error }) for browser tests.
+// request, time a model layer's decode steps through a KV cache in a module worker (decode.js). The outcome is also
+// left on window.attnkitDemo ({ info, summary }, then decode: { ... }, or { error }) for browser tests.
 import * as attnkit from '../index.js';
+import { DECODE_STEPS } from './decode.js';
 
 const params = new URLSearchParams(location.search);
 const $ = (id) => document.getElementById(id);
@@ -41,80 +42,22 @@ async function main() {
   $('result').textContent = `${caseObject.name ?? '(unnamed)'}: ${ms.toFixed(2)} ms\n${JSON.stringify(summary, null, 2)}`;
   $('status').textContent = `ran on the ${info.build} build (${info.threads} threads)`;
   window.attnkitDemo = { info, summary, outputs, ms };
-  setUpDecodeForm(info);
+  setUpDecodeForm({ build: params.get('build') ?? 'auto', threads });
 }
 
-// Deterministic filler (an LCG): float inputs in [-1, 1), cache bytes over their whole range.
-function filled(Type, length, seed) {
-  const out = new Type(length);
-  let state = seed >>> 0;
-  for (let i = 0; i < length; i++) {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    out[i] = Type === Float32Array ? state / 2147483648 - 1 : state >>> 24;
-  }
-  return out;
-}
-
-function sameBits(a, b) {
-  const [x, y] = [a, b].map((f) => new Uint32Array(f.buffer, f.byteOffset, f.length));
-  return x.length === y.length && x.every((v, i) => v === y[i]);
-}
-
-const DECODE_WARMUP = 8, DECODE_STEPS = 64;
-const CACHE_ARRAYS = { float32: Float32Array, int8: Int8Array, uint8: Uint8Array };
-
-// One attention layer: a cache loaded with `context` tokens (random: the time does not depend on the values), one
-// step checked against the stateless op over the same past, then DECODE_STEPS timed steps (after DECODE_WARMUP
-// untimed ones) into a reused array.
-async function runDecode({ N, Nk, H, layers, dtype, context }) {
-  const bits = dtype === 'int8' ? 8 : dtype === 'uint8' ? 4 : 0;
-  const attrs = { num_heads: N, kv_num_heads: Nk };
-  if (bits) {
-    Object.assign(attrs, { k_quant_type: 'PER_CHANNEL', v_quant_type: 'PER_CHANNEL', kv_cache_bit_width: bits });
-  }
-  const row = bits === 4 ? H / 2 : H;
-  const tensor = (data, shape) => ({ data, shape });
-  const pastShape = [1, Nk, context, row];
-  const past = {
-    past_key: tensor(filled(CACHE_ARRAYS[dtype], Nk * context * row, 1), pastShape),
-    past_value: tensor(filled(CACHE_ARRAYS[dtype], Nk * context * row, 2), pastShape),
-  };
-  const scale = tensor(new Float32Array(Nk * H).fill(bits === 4 ? 0.1 : 0.01), [Nk * H]);
-  const scales = bits ? { k_scale: scale, v_scale: scale } : {};
-  const token = (seed) => ({
-    query: tensor(filled(Float32Array, N * H, seed), [1, 1, N * H]),
-    key: tensor(filled(Float32Array, Nk * H, seed + 1), [1, 1, Nk * H]),
-    value: tensor(filled(Float32Array, Nk * H, seed + 2), [1, 1, Nk * H]),
-    ...scales,
+// The timer's worker, started on the first run; each run inits it as the page was (the same options keep its
+// instance) and answers { info, result } or { error }.
+let decodeWorker = null;
+function decodeInWorker(init, settings) {
+  decodeWorker ??= new Worker(new URL('./decode_worker.js', import.meta.url), { type: 'module' });
+  return new Promise((resolve) => {
+    decodeWorker.onmessage = ({ data }) => resolve(data);
+    decodeWorker.onerror = (e) => resolve({ error: `the decode worker failed: ${e.message}` });
+    decodeWorker.postMessage({ init, settings });
   });
-  const capacity = context + 1 + DECODE_WARMUP + DECODE_STEPS;
-  const cache = attnkit.createKvCache({ kvHeads: Nk, headSize: H, capacity, dtype });
-  try {
-    cache.load(past);
-    const first = token(10);
-    const stepped = cache.step(first, attrs).output.data;
-    const stateless = await attnkit.groupQueryAttention({
-      ...first, ...past,
-      seqlens_k: tensor(new Int32Array([context]), [1]),
-      total_sequence_length: tensor(new Int32Array([context + 1]), [1]),
-    }, attrs, { outputs: ['output'] });
-    const tokens = Array.from({ length: DECODE_WARMUP + DECODE_STEPS }, (_, i) => token(20 + 3 * i));
-    const into = { output: new Float32Array(N * H) };
-    for (const t of tokens.splice(0, DECODE_WARMUP)) cache.step(t, attrs, { into });
-    const times = tokens.map((t) => {
-      const start = performance.now();
-      cache.step(t, attrs, { into });
-      return performance.now() - start;
-    }).sort((a, b) => a - b);
-    const msPerStep = times[DECODE_STEPS >> 1];
-    return { msPerStep, fastest: times[0], slowest: times[DECODE_STEPS - 1], layers, msPerToken: msPerStep * layers,
-      matchesStateless: sameBits(stepped, stateless.output.data) };
-  } finally {
-    cache.dispose();
-  }
 }
 
-function setUpDecodeForm(info) {
+function setUpDecodeForm(init) {
   const form = $('decode');
   const button = form.querySelector('button');
   button.disabled = false;
@@ -127,10 +70,11 @@ function setUpDecodeForm(info) {
     const cacheName = form.dtype.selectedOptions[0].textContent;
     $('decodeResult').textContent = 'running…';
     try {
-      const r = await runDecode(settings);
+      const { info, result: r, error } = await decodeInWorker(init, settings);
+      if (error) throw new Error(error);
       $('decodeResult').textContent = [
         `${layer} layer, ${cacheName} cache, ${settings.context} tokens of context, the ${info.build} build on ` +
-          `${info.threads} thread(s):`,
+          `${info.threads} thread(s) in a module worker:`,
         `  ${r.msPerStep.toFixed(3)} ms a step (median of ${DECODE_STEPS}; ${r.fastest.toFixed(3)}-` +
           `${r.slowest.toFixed(3)}), ${Math.round(1000 / r.msPerStep)} steps/s`,
         `  ${r.layers} layers: ${r.msPerToken.toFixed(1)} ms of attention a token`,
@@ -138,8 +82,8 @@ function setUpDecodeForm(info) {
       ].join('\n');
       window.attnkitDemo.decode = { ...settings, ...r };
     } catch (e) {
-      $('decodeResult').textContent = `${e.name}: ${e.message}`;
-      window.attnkitDemo.decode = { error: `${e.name}: ${e.message}` };
+      $('decodeResult').textContent = e.message;
+      window.attnkitDemo.decode = { error: e.message };
     } finally {
       button.disabled = false;
     }
