@@ -75,7 +75,9 @@ Result cli(const std::string& args) {
 #if defined(_WIN32)
   // cmd.exe drops the first and the last quote of a line that starts with one, hence the outer pair.
   std::string cmd = "\"\"" + cli_path() + "\" " + args + " >\"" + out + "\" 2>\"" + err + "\"\"";
-  r.code = std::system(cmd.c_str());
+  // -1: cmd.exe itself did not start (under Wine, now and then), so nothing of the CLI ran: start it again.
+  for (int attempt = 0; attempt < 3 && (r.code = std::system(cmd.c_str())) == -1; ++attempt) {
+  }
 #else
   std::string cmd = "'" + cli_path() + "' " + args + " >'" + out + "' 2>'" + err + "'";
   int status = std::system(cmd.c_str());
